@@ -1,0 +1,47 @@
+"""RFC 9309 robots.txt, per-domain daily budgets and Crawl-delay for Scrapy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .robots import RobotsTxt, Verdict, product_token
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Addon",
+    "CrawlDelayThrottle",
+    "DomainBudgetMiddleware",
+    "RobotParser",
+    "RobotsTxt",
+    "RobotsTxtMiddleware",
+    "Verdict",
+    "__version__",
+    "product_token",
+]
+
+# The Scrapy components are imported lazily so that ``from scrapy_rfc9309 import
+# RobotsTxt`` works without Scrapy installed and imports no Twisted.
+_LAZY = {
+    "Addon": "scrapy_rfc9309.addon",
+    "CrawlDelayThrottle": "scrapy_rfc9309.extensions.crawldelay",
+    "DomainBudgetMiddleware": "scrapy_rfc9309.downloadermiddlewares.budget",
+    "RobotParser": "scrapy_rfc9309.robotparser",
+    "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
+}
+
+if TYPE_CHECKING:
+    from .addon import Addon
+    from .downloadermiddlewares.budget import DomainBudgetMiddleware
+    from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from .extensions.crawldelay import CrawlDelayThrottle
+    from .robotparser import RobotParser
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

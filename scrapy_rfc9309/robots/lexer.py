@@ -1,0 +1,148 @@
+"""Split a robots.txt body into records (RFC 9309 §2.2).
+
+The lexer knows nothing about groups or matching: it turns bytes into a stream
+of :class:`Record` events (line number, directive, value).  The builder in
+:mod:`.parser` is one consumer of that stream; the ``scrapy robots`` command is
+another (it reports typos and unknown lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: RFC 9309 §2.5: a crawler must parse at least the first 500 KiB.
+DEFAULT_MAX_BYTES = 512_000
+
+USER_AGENT = "user-agent"
+ALLOW = "allow"
+DISALLOW = "disallow"
+SITEMAP = "sitemap"
+CRAWL_DELAY = "crawl-delay"
+REQUEST_RATE = "request-rate"
+UNKNOWN = "unknown"
+
+#: Directive names as RFC 9309 (and the de-facto Crawl-delay, Request-rate and
+#: Sitemap extensions, §2.2.4) spell them.
+STANDARD_KEYS: dict[str, str] = {
+    "user-agent": USER_AGENT,
+    "allow": ALLOW,
+    "disallow": DISALLOW,
+    "sitemap": SITEMAP,
+    "crawl-delay": CRAWL_DELAY,
+    "request-rate": REQUEST_RATE,
+}
+
+#: LENIENT (not RFC 9309): misspellings that Google's parser accepts
+#: (google/robotstxt robots.cc, ``kAllowFrequentTypos``), plus the obvious
+#: spellings of the extension records.  Data, not ifs.
+TYPO_KEYS: dict[str, str] = {
+    "useragent": USER_AGENT,
+    "user agent": USER_AGENT,
+    "dissallow": DISALLOW,
+    "dissalow": DISALLOW,
+    "disalow": DISALLOW,
+    "diasllow": DISALLOW,
+    "disallaw": DISALLOW,
+    "site-map": SITEMAP,
+    "crawldelay": CRAWL_DELAY,
+    "crawl delay": CRAWL_DELAY,
+    "requestrate": REQUEST_RATE,
+}
+
+_LENIENT_KEYS = {**STANDARD_KEYS, **TYPO_KEYS}
+_UTF8_BOM = b"\xef\xbb\xbf"
+_WS = " \t\v\f"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One ``key: value`` line of a robots.txt file.
+
+    ``directive`` is one of the module's directive constants (``UNKNOWN`` for a
+    key it does not know); ``key`` is the key as written, lower-cased;
+    ``lenient`` is true when the line was only understood thanks to lenient
+    parsing (a typo in the key or a missing colon).
+    """
+
+    line: int
+    directive: str
+    key: str
+    value: str
+    lenient: bool = False
+
+
+def truncate(body: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, bool]:
+    """Return the part of *body* to parse and whether anything was cut.
+
+    Content beyond *max_bytes* is ignored; the cut is made at the last line end
+    within the limit so that no line is parsed half (RFC 9309 §2.5).
+    """
+    if len(body) <= max_bytes:
+        return body, False
+    head = body[:max_bytes]
+    if body[max_bytes : max_bytes + 1] in (b"\n", b"\r"):
+        return head, True
+    end = max(head.rfind(b"\n"), head.rfind(b"\r"))
+    return head[: end + 1], True
+
+
+def decode(body: bytes | str) -> str:
+    """Decode a body as UTF-8 (RFC 9309 §2.3), skipping a byte order mark.
+
+    Invalid UTF-8 never raises: stray bytes are kept as surrogate escapes so that
+    the pattern compiler can percent-encode the original octet.
+    """
+    if isinstance(body, str):
+        return body[1:] if body.startswith("\ufeff") else body
+    if body.startswith(_UTF8_BOM):
+        body = body[len(_UTF8_BOM) :]
+    return body.decode("utf-8", "surrogateescape")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on LF, CR or CRLF only (RFC 9309 §2.2, ``NL``).
+
+    ``str.splitlines`` would also split on form feeds, NEL and Unicode
+    separators, which are ordinary characters in a robots.txt.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
+def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
+    """Yield the records of *body* in file order, skipping blank and comment lines.
+
+    The caller truncates (see :func:`truncate`); this function reads all it is given.
+    """
+    keys = _LENIENT_KEYS if lenient else STANDARD_KEYS
+    for number, line in enumerate(split_lines(decode(body)), 1):
+        hash_at = line.find("#")
+        if hash_at >= 0:
+            line = line[:hash_at]
+        line = line.strip(_WS)
+        if not line:
+            continue
+        key, colon, value = line.partition(":")
+        missing_colon = not colon
+        if missing_colon:
+            if not lenient:
+                continue
+            # LENIENT (not RFC 9309): Google accepts whitespace instead of the
+            # colon when the line is exactly two words ("Disallow /x").
+            words = line.split()
+            if len(words) != 2:
+                continue
+            key, value = words
+        key = key.strip(_WS).lower()
+        if not key:
+            continue
+        directive = keys.get(key, UNKNOWN)
+        yield Record(
+            number,
+            directive,
+            key,
+            value.strip(_WS),
+            lenient=missing_colon or (directive != UNKNOWN and key in TYPO_KEYS),
+        )
