@@ -1,0 +1,1 @@
+"""Per-domain daily budgets: pure policy and storages (no Scrapy imports)."""

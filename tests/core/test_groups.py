@@ -1,0 +1,124 @@
+"""RFC 9309 §2.1 and §2.2.1: groups and user-agent matching."""
+
+import pytest
+
+from scrapy_rfc9309 import RobotsTxt, product_token
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("MyBot/1.0 (+http://x)", "mybot"),
+        ("MyBot", "mybot"),
+        ("my_bot-2", "my_bot-"),
+        ("Mozilla/5.0 (compatible; ExampleBot/0.1)", "mozilla"),
+        ("  FooBot", "foobot"),
+        ("123", ""),
+    ],
+)
+def test_rfc_2_2_1_product_token_of_a_user_agent_string(user_agent, token):
+    assert product_token(user_agent) == token
+
+
+def test_rfc_2_2_1_user_agent_matching_is_case_insensitive():
+    robots = RobotsTxt.parse("User-agent: FooBot\nDisallow: /\n")
+    assert not robots.allowed("/x", "foobot")
+    assert not robots.allowed("/x", "FOOBOT/2.0")
+
+
+def test_rfc_2_2_1_whole_token_only():
+    robots = RobotsTxt.parse("User-agent: Foo\nDisallow: /\n")
+    assert robots.allowed("/x", "FooBot")
+    robots = RobotsTxt.parse("User-agent: FooBot\nDisallow: /\n")
+    assert robots.allowed("/x", "Foo")
+
+
+def test_rfc_2_2_1_version_in_the_file_is_not_part_of_the_token():
+    robots = RobotsTxt.parse("User-agent: FooBot/1.0\nDisallow: /\n")
+    assert not robots.allowed("/x", "FooBot")
+
+
+def test_rfc_2_2_1_groups_naming_the_crawler_are_merged():
+    robots = RobotsTxt.parse(
+        "User-agent: foobot\nDisallow: /a\n\nUser-agent: *\nDisallow: /c\n\n"
+        "User-agent: FooBot\nDisallow: /b\n"
+    )
+    assert not robots.allowed("/a", "foobot")
+    assert not robots.allowed("/b", "foobot")
+    assert robots.allowed("/c", "foobot"), "the * group must not apply to a named crawler"
+
+
+def test_rfc_2_2_1_star_groups_apply_only_when_no_group_names_the_crawler():
+    robots = RobotsTxt.parse(
+        "User-agent: *\nDisallow: /a\n\nUser-agent: other\nDisallow: /\n\n"
+        "User-agent: *\nDisallow: /b\n"
+    )
+    assert not robots.allowed("/a", "mybot")
+    assert not robots.allowed("/b", "mybot"), "all * groups are merged"
+    assert robots.allowed("/c", "mybot")
+    assert robots.select("mybot").is_star
+
+
+def test_rfc_2_2_1_no_matching_group_and_no_star_means_no_rules():
+    robots = RobotsTxt.parse("User-agent: other\nDisallow: /\n")
+    assert robots.allowed("/x", "mybot")
+    assert robots.select("mybot").groups == ()
+
+
+def test_rfc_2_1_consecutive_user_agent_lines_share_one_group():
+    robots = RobotsTxt.parse("User-agent: a\nUser-agent: b\nDisallow: /x\n")
+    assert not robots.allowed("/x", "a")
+    assert not robots.allowed("/x", "b")
+
+
+def test_rfc_2_1_a_user_agent_line_after_rules_starts_a_new_group():
+    robots = RobotsTxt.parse("User-agent: a\nDisallow: /x\nUser-agent: b\nDisallow: /y\n")
+    assert robots.allowed("/y", "a")
+    assert robots.allowed("/x", "b")
+
+
+@pytest.mark.parametrize(
+    "between",
+    ["", "\n", "# comment\n", "Sitemap: https://e.com/s.xml\n", "Crawl-delay: 5\n", "Foo: bar\n"],
+)
+def test_rfc_2_1_other_records_blank_lines_and_comments_do_not_end_a_group(between):
+    robots = RobotsTxt.parse(f"User-agent: a\n{between}User-agent: b\nDisallow: /x\n")
+    assert not robots.allowed("/x", "a")
+    assert not robots.allowed("/x", "b")
+
+
+def test_rfc_2_1_blank_lines_inside_a_group_do_not_end_it():
+    robots = RobotsTxt.parse("User-agent: a\n\nDisallow: /x\n\n\nDisallow: /y\n")
+    assert not robots.allowed("/y", "a")
+
+
+def test_rfc_2_2_2_rules_before_the_first_user_agent_are_ignored():
+    robots = RobotsTxt.parse("Disallow: /x\nCrawl-delay: 9\nUser-agent: *\nDisallow: /y\n")
+    assert robots.allowed("/x", "mybot")
+    assert not robots.allowed("/y", "mybot")
+    assert robots.crawl_delay("mybot") is None
+
+
+def test_rfc_2_1_last_group_without_rules_allows_everything():
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /\n\nUser-agent: quxbot\n")
+    assert robots.allowed("/anything", "quxbot")
+
+
+def test_rfc_3_1_simple_example():
+    robots = RobotsTxt.parse(
+        "User-Agent : foobot\nDisallow : /example/page.html\nDisallow : /example/disallowed.gif\n\n"
+        "User-Agent : barbot\nUser-Agent : bazbot\nAllow : /example/page.html\n"
+        "Disallow : /example/disallowed.gif\n\nUser-Agent: quxbot\n"
+    )
+    assert not robots.allowed("/example/page.html", "foobot")
+    assert robots.allowed("/example/page.html", "barbot")
+    assert not robots.allowed("/example/disallowed.gif", "bazbot")
+    assert robots.allowed("/example/disallowed.gif", "quxbot")
+
+
+def test_select_reports_the_applying_groups_with_their_lines():
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /\n\nUser-agent: MyBot\nAllow: /\n")
+    selection = robots.select("MyBot/1.0")
+    assert selection.token == "mybot"
+    assert [g.line for g in selection.groups] == [4]
+    assert not selection.is_star

@@ -1,0 +1,77 @@
+"""Property tests: the parser never raises; the fast matcher agrees with a reference."""
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots.pattern import Pattern
+
+
+def reference_match(pattern: str, path: str) -> bool:
+    """Obviously correct (and exponential) matcher: direct recursion on the RFC's
+    definition of ``*`` (any sequence) and a final ``$`` (end of path)."""
+    if pattern == "":
+        return True
+    if pattern == "$":
+        return path == ""
+    head = pattern[0]
+    if head == "*":
+        return any(reference_match(pattern[1:], path[i:]) for i in range(len(path) + 1))
+    return bool(path) and path[0] == head and reference_match(pattern[1:], path[1:])
+
+
+# Small alphabets make matches (and near misses) frequent.
+patterns = st.text(alphabet="/ab*$", max_size=10).map(lambda s: "/" + s)
+paths = st.text(alphabet="/ab$", max_size=14).map(lambda s: "/" + s)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(patterns, paths)
+def test_fast_matcher_agrees_with_reference(pattern, path):
+    assert Pattern(pattern).matches(path) is reference_match(pattern, path)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=2000))
+def test_parsing_arbitrary_bytes_never_raises(body):
+    robots = RobotsTxt.parse(body)
+    robots.check("/some/path?q=1", "MyBot")
+    robots.crawl_delay("MyBot")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=500), st.text(max_size=80))
+def test_parsing_and_checking_arbitrary_text_never_raises(body, url):
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /\n" + body)
+    robots.check(url, "MyBot")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), patterns), max_size=8),
+    paths,
+)
+def test_verdict_is_the_longest_matching_rule_allow_on_ties(rules, path):
+    body = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
+    )
+    verdict = RobotsTxt.parse(body, lenient=False).check("https://example.com" + path, "bot")
+    matching = [(len(p), allow) for allow, p in rules if reference_match(p, path)]
+    if path == "/robots.txt" or not matching:
+        assert verdict.allowed
+    else:
+        assert verdict.allowed is max(matching)[1]
+
+
+def test_adversarial_wildcards_finish_fast():
+    """Guard against pathological blow-up (Protego CVE-2026-55520): well under 1 s."""
+    body = "User-agent: *\n" + "".join(
+        f"Disallow: /{'*a' * n}*b$\n" for n in (5, 10, 50, 200)
+    )
+    robots = RobotsTxt.parse(body)
+    start = time.perf_counter()
+    for length in (1_000, 10_000, 100_000):
+        assert robots.allowed("/" + "a" * length, "bot")
+    assert time.perf_counter() - start < 1.0
