@@ -9,7 +9,7 @@ another (it reports typos and unknown lines).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: RFC 9309 §2.5: a crawler must parse at least the first 500 KiB.
 DEFAULT_MAX_BYTES = 512_000
@@ -55,8 +55,7 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _WS = " \t\v\f"
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One ``key: value`` line of a robots.txt file.
 
     ``directive`` is one of the module's directive constants (``UNKNOWN`` for a
@@ -121,13 +120,10 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
         hash_at = line.find("#")
         if hash_at >= 0:
             line = line[:hash_at]
-        line = line.strip(_WS)
-        if not line:
-            continue
         key, colon, value = line.partition(":")
-        missing_colon = not colon
-        if missing_colon:
-            if not lenient:
+        if not colon:
+            line = line.strip(_WS)
+            if not line or not lenient:
                 continue
             # LENIENT (not RFC 9309): Google accepts whitespace instead of the
             # colon when the line is exactly two words ("Disallow /x").
@@ -139,10 +135,5 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
         if not key:
             continue
         directive = keys.get(key, UNKNOWN)
-        yield Record(
-            number,
-            directive,
-            key,
-            value.strip(_WS),
-            lenient=missing_colon or (directive != UNKNOWN and key in TYPO_KEYS),
-        )
+        typo = directive is not UNKNOWN and key in TYPO_KEYS
+        yield Record(number, directive, key, value.strip(_WS), not colon or typo)

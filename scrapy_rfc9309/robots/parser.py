@@ -6,18 +6,18 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from . import lexer
 from .lexer import Record
-from .pattern import Pattern, canonical
+from .pattern import CONTAINS, EXACT, PREFIX, SUFFIX, WILDCARD, Pattern, canonical
 from .useragent import product_token
 
 #: The user-agent value of the groups that apply to every crawler.
 STAR = "*"
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The answer to "may this crawler fetch this URL?".
 
     ``rule`` is the deciding rule as written (``"Disallow: /private"``) and
@@ -36,8 +36,7 @@ class Verdict:
 ALLOWED = Verdict(True)
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """An ``Allow`` or ``Disallow`` line of a group."""
 
     allow: bool
@@ -102,61 +101,115 @@ def parse_request_rate(value: str) -> tuple[int, float] | None:
     return requests, seconds
 
 
-class _CompiledRule:
-    """A rule ready for matching: its pattern compiled, its verdict precomputed."""
+# A rule ready for matching: (kind, literal, start or matcher, verdict), see .pattern.
+_Candidate = tuple[int, str, Any, Verdict]
 
-    __slots__ = ("kind", "literal", "matches", "verdict", "sort_key", "bucket")
+#: A trie node with at most this many candidate rules is not split further.
+_LEAF_SIZE = 8
+#: Deeper than this, nodes are not split (bounds recursion on pathological files).
+_MAX_DEPTH = 200
 
-    def __init__(self, rule: Rule) -> None:
-        pattern = Pattern(rule.pattern)
-        self.kind = pattern.kind
-        self.literal = pattern.first_literal
-        self.matches = pattern.matches
-        self.verdict = Verdict(rule.allow, str(rule), rule.line)
-        # Longest pattern first; on equal length Allow first (§2.2.2).  The first
-        # rule that matches in this order is the decider.
-        self.sort_key = (-pattern.length, not rule.allow, rule.line)
-        # Rules whose literal start fixes the path's second character can only
-        # match paths with that character there; index them by it.
-        self.bucket = self.literal[1] if len(self.literal) >= 2 else None
+
+class _Node:
+    """A node of the rule index, for the paths that start with the node's prefix.
+
+    ``candidates`` are the rules such a path can match, in decision order: at an
+    inner node the rules whose literal start ends at or above the node (a path
+    whose next character has no child can match only those); at a leaf all the
+    rules below it too.  ``children`` is keyed by the next path character, and is
+    ``None`` at a leaf.
+    """
+
+    __slots__ = ("children", "candidates")
+
+    def __init__(self, children: dict[str, _Node] | None, candidates: tuple[_Candidate, ...]):
+        self.children = children
+        self.candidates = candidates
 
 
 class RuleSet:
-    """The merged rules of the groups that apply to one crawler."""
+    """The merged rules of the groups that apply to one crawler, ready for matching.
 
-    __slots__ = ("_buckets", "_unbucketed", "rule_count")
+    Rules are sorted longest pattern first, ``Allow`` before ``Disallow`` on equal
+    length (§2.2.2): the first rule that matches in this order decides.
+
+    Not every rule is tried: rules are indexed in a trie by the literal text they
+    start with (``/about/x`` for ``/about/x*.pdf``), so a path is tried only against
+    rules whose literal start is a prefix of it, plus the rules that start with a
+    wildcard.
+    """
+
+    __slots__ = ("_root", "_candidates", "rule_count")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        compiled = sorted((_CompiledRule(rule) for rule in rules), key=lambda r: r.sort_key)
+        compiled = []
+        for rule in rules:
+            pattern = Pattern(rule.pattern)
+            if pattern.head and not pattern.head.startswith("/"):
+                continue  # every path starts with "/": this rule can never match
+            arg = pattern.matcher if pattern.kind == WILDCARD else pattern.start
+            order = (-pattern.length, not rule.allow, rule.line)
+            verdict = Verdict(rule.allow, str(rule), rule.line)
+            compiled.append((order, pattern.head[1:], (pattern.kind, pattern.literal, arg, verdict)))
+        compiled.sort(key=lambda item: item[0])
         self.rule_count = len(compiled)
-        unbucketed = [rule for rule in compiled if rule.bucket is None]
-        keys = {rule.bucket for rule in compiled if rule.bucket is not None}
-        self._unbucketed = tuple(_plan(unbucketed))
-        self._buckets = {
-            key: tuple(_plan(r for r in compiled if r.bucket in (key, None))) for key in keys
-        }
+        self._candidates = [candidate for _, _, candidate in compiled]
+        heads = [(position, head) for position, (_, head, _) in enumerate(compiled)]
+        ended = [position for position, head in heads if not head]
+        self._root = self._build([(p, h) for p, h in heads if h], 0, ended)
+
+    def _build(self, going: list[tuple[int, str]], depth: int, ended: list[int]) -> _Node:
+        """A node at *depth* for the rules in *going* (literal start longer than the
+        node's prefix) and *ended* (literal start a prefix of it), by position."""
+        if len(going) + len(ended) <= _LEAF_SIZE or depth >= _MAX_DEPTH:
+            return _Node(None, self._pick(ended + [position for position, _ in going]))
+        by_char: dict[str, list[tuple[int, str]]] = {}
+        for position, head in going:
+            by_char.setdefault(head[depth], []).append((position, head))
+        children = {}
+        for char, members in by_char.items():
+            child_ended = ended + [p for p, head in members if len(head) == depth + 1]
+            child_going = [(p, head) for p, head in members if len(head) > depth + 1]
+            children[char] = self._build(child_going, depth + 1, child_ended)
+        return _Node(children, self._pick(ended))
+
+    def _pick(self, positions: list[int]) -> tuple[_Candidate, ...]:
+        return tuple(self._candidates[position] for position in sorted(positions))
 
     def decide(self, path: str) -> Verdict:
-        """The verdict for a canonical path + query."""
-        candidates = self._buckets.get(path[1:2], self._unbucketed)
-        for kind, literal, matches, verdict in candidates:
-            if kind == Pattern.PREFIX:
+        """The verdict for a canonical path + query (it starts with ``/``)."""
+        node = self._root
+        at = 1
+        while node.children is not None:
+            child = node.children.get(path[at : at + 1])
+            if child is None:
+                break
+            node = child
+            at += 1
+        for kind, literal, arg, verdict in node.candidates:
+            if kind == PREFIX:
                 if path.startswith(literal):
                     return verdict
-            elif kind == Pattern.EXACT:
+            elif kind == CONTAINS:
+                if path.find(literal, arg) >= 0:
+                    return verdict
+            elif kind == SUFFIX:
+                if path.endswith(literal) and len(path) - len(literal) >= arg:
+                    return verdict
+            elif kind == EXACT:
                 if path == literal:
                     return verdict
-            elif matches(path):
+            elif literal in path and arg(path):
                 return verdict
         return ALLOWED
 
 
-def _plan(rules: Iterable[_CompiledRule]) -> Iterable[tuple[int, str, object, Verdict]]:
-    # Plain tuples: the check loop unpacks them faster than it reads attributes.
-    return ((r.kind, r.literal, r.matches, r.verdict) for r in rules)
-
-
-_PATH_START = re.compile(r"[/?#]")
+_AUTHORITY = re.compile(r"[^/?#]*")
+#: An absolute URL (or a path) whose path + query is already canonical, with no
+#: fragment: the common case, split off in one step.
+_CANONICAL_URL = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)"
+)
 
 
 def path_of(url: str) -> str:
@@ -164,19 +217,17 @@ def path_of(url: str) -> str:
 
     The fragment is dropped; an empty path is ``/``.
     """
+    simple = _CANONICAL_URL.fullmatch(url)
+    if simple is not None:
+        return simple.group(1)
     rest = url
     if not url.startswith("/") or url.startswith("//"):
         scheme_end = url.find("://")
         if scheme_end >= 0 or url.startswith("//"):
-            authority_start = scheme_end + 3 if scheme_end >= 0 else 2
-            found = _PATH_START.search(url, authority_start)
-            rest = url[found.start() :] if found else ""
-    hash_at = rest.find("#")
-    if hash_at >= 0:
-        rest = rest[:hash_at]
-    if not rest.startswith("/"):
-        rest = "/" + rest
-    return canonical(rest)
+            authority_end = _AUTHORITY.match(url, scheme_end + 3 if scheme_end >= 0 else 2)
+            rest = url[authority_end.end() :]  # type: ignore[union-attr]
+    rest = rest.partition("#")[0]
+    return canonical(rest if rest.startswith("/") else "/" + rest)
 
 
 class RobotsTxt:
@@ -239,12 +290,17 @@ class RobotsTxt:
         sitemaps: list[str] = []
         current: Group | None = None
         lenient_lines = 0
-        for record in records:
-            lenient_lines += record.lenient
-            directive, value = record.directive, record.value
-            if directive == lexer.USER_AGENT:
+        for line, directive, _key, value, lenient in records:
+            lenient_lines += lenient
+            if directive == lexer.DISALLOW or directive == lexer.ALLOW:
+                if current is None:
+                    continue  # before the first user-agent line: no group (§2.2.2)
+                current.closed = True
+                if value:  # an empty pattern is no rule
+                    current.rules.append(Rule(directive == lexer.ALLOW, value, line))
+            elif directive == lexer.USER_AGENT:
                 if current is None or current.closed:
-                    current = Group([], record.line)
+                    current = Group([], line)
                     groups.append(current)
                 agent = STAR if _is_star(value) else product_token(value)
                 if agent and agent not in current.agents:
@@ -253,11 +309,7 @@ class RobotsTxt:
                 if value and value not in sitemaps:
                     sitemaps.append(value)
             elif current is None:
-                continue  # records before the first user-agent line belong to no group (§2.2.2)
-            elif directive in (lexer.ALLOW, lexer.DISALLOW):
-                current.closed = True
-                if value:  # an empty pattern is no rule
-                    current.rules.append(Rule(directive == lexer.ALLOW, value, record.line))
+                continue
             elif directive == lexer.CRAWL_DELAY:
                 delay = parse_crawl_delay(value)
                 if delay is not None:

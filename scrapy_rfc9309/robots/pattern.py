@@ -33,10 +33,12 @@ _URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;="
 #: Anything that is not already canonical: a "%" or a character that is not a
 #: URI character.  Most real paths and patterns have none, and skip all work.
 _NEEDS_WORK = re.compile(rf"[^{_URI_CHARS}]")
-_TOKEN = re.compile(rf"%([0-9A-Fa-f]{{2}})|%|[^{_URI_CHARS}%]+")
+#: Runs of characters to percent-encode (all but URI characters and "%").
+_TO_ENCODE = re.compile(rf"[^{_URI_CHARS}%]+")
 
 
-def _escape_octets(text: str) -> str:
+def _escape_octets(match: re.Match[str]) -> str:
+    text = match.group(0)
     try:
         # Undo the lexer's surrogate escapes: the original octet is encoded.
         raw = text.encode("utf-8", "surrogateescape")
@@ -45,22 +47,33 @@ def _escape_octets(text: str) -> str:
     return "".join(f"%{octet:02X}" for octet in raw)
 
 
-def _canonical_token(match: re.Match[str]) -> str:
-    hex_digits = match.group(1)
-    if hex_digits is None:
-        return _escape_octets(match.group(0))
-    hex_digits = hex_digits.upper()
+def _canonical_escape(hex_digits: str) -> str:
     char = chr(int(hex_digits, 16))
     if char in _UNRESERVED:
         return char
-    return _DECODED_SPECIALS.get(hex_digits, "%" + hex_digits)
+    return _DECODED_SPECIALS.get(hex_digits.upper(), "%" + hex_digits.upper())
+
+
+#: The canonical form of every "%XX" escape, keyed by its two hex digits in any case.
+_ESCAPES = {
+    f"{high}{low}": _canonical_escape(f"{high}{low}")
+    for high in "0123456789abcdefABCDEF"
+    for low in "0123456789abcdefABCDEF"
+}
 
 
 def canonical(text: str) -> str:
     """Return *text* (a path, path + query, or a pattern's literal part) in canonical form."""
     if _NEEDS_WORK.search(text) is None:
         return text
-    return _TOKEN.sub(_canonical_token, text)
+    text = _TO_ENCODE.sub(_escape_octets, text)
+    head, *escaped = text.split("%")
+    parts = [head]
+    for part in escaped:
+        replacement = _ESCAPES.get(part[:2])
+        # A "%" that starts no escape is itself encoded.
+        parts.append("%25" + part if replacement is None else replacement + part[2:])
+    return "".join(parts)
 
 
 def _find_all_in_order(path: str, start: int, segments: tuple[str, ...]) -> int:
@@ -74,25 +87,35 @@ def _find_all_in_order(path: str, start: int, segments: tuple[str, ...]) -> int:
     return pos
 
 
+# Pattern kinds.  The common shapes are plain string operations that the rule
+# matcher runs inline; only the rest need a matcher function.
+PREFIX = 0  # "/a/b":   path.startswith(literal)
+CONTAINS = 1  # "/*x*":  path.find(literal, start) >= 0
+SUFFIX = 2  # "/*.pdf$": path.endswith(literal), at or after start
+EXACT = 3  # "/a$":    path == literal
+WILDCARD = 4  # anything else: literal in path and matcher(path)
+
+
 class Pattern:
     """A compiled ``Allow``/``Disallow`` path pattern.
 
     ``length`` is the pattern's length in octets in canonical form: the measure
     of specificity for the longest-match rule (RFC 9309 §2.2.2).
-    ``first_literal`` is the literal text the pattern must start with.
+    ``head`` is the literal text every matching path starts with.
+    ``kind``, ``literal`` and ``start`` describe the check (see the kind
+    constants); ``matcher`` is set for ``WILDCARD`` patterns only, whose
+    ``literal`` is their longest literal piece: a path without it cannot match.
     """
 
-    __slots__ = ("text", "length", "first_literal", "kind", "matches")
-
-    PREFIX = 0  # no wildcard, no anchor: path.startswith(first_literal)
-    EXACT = 1  # no wildcard, "$" anchor: path == first_literal
-    WILDCARD = 2  # anything else: self.matches(path)
+    __slots__ = ("text", "length", "head", "kind", "literal", "start", "matcher")
 
     text: str
     length: int
-    first_literal: str
+    head: str
     kind: int
-    matches: Callable[[str], bool]
+    literal: str
+    start: int
+    matcher: Callable[[str], bool] | None
 
     def __init__(self, raw: str) -> None:
         # "$" is an anchor only as the last character (§2.2.3); elsewhere a literal.
@@ -101,32 +124,47 @@ class Pattern:
         pieces = [canonical(piece) for piece in body.split("*")]
         self.text = "*".join(pieces) + ("$" if anchored else "")
         self.length = len(self.text)
-        self.first_literal = pieces[0]
-        if len(pieces) == 1:
-            self.kind = self.EXACT if anchored else self.PREFIX
-            literal = pieces[0]
-            self.matches = literal.__eq__ if anchored else _prefix_matcher(literal)
-            return
-        self.kind = self.WILDCARD
-        first, *middle, last = pieces
-        middle_segments = tuple(piece for piece in middle if piece)
-        self.matches = _wildcard_matcher(first, middle_segments, last, anchored)
+        first, *rest = pieces
+        self.head = first
+        self.start = len(first)
+        self.matcher = None
+        if rest and not rest[-1]:
+            anchored = False  # a trailing "*" (or "*$") matches any end
+        segments = tuple(piece for piece in rest if piece)
+        if not rest:  # no wildcard: "/a/b", "/a/b$"
+            self.kind, self.literal = (EXACT if anchored else PREFIX), first
+        elif not segments:  # only trailing wildcards: "/a/*"
+            self.kind, self.literal = PREFIX, first
+        elif first in ("", "/") and len(segments) == 1:  # "/*x", "/*x*", "/*.pdf$"
+            self.kind, self.literal = (SUFFIX if anchored else CONTAINS), segments[0]
+        else:
+            # The longest literal piece is a cheap filter: no path without it can match.
+            self.kind, self.literal = WILDCARD, max((first, *segments), key=len)
+            self.matcher = _wildcard_matcher(first, segments, anchored)
+
+    def matches(self, path: str) -> bool:
+        """True if the pattern matches *path* (a canonical path + query)."""
+        kind, literal = self.kind, self.literal
+        if kind == PREFIX:
+            return path.startswith(literal)
+        if kind == CONTAINS:
+            return path.find(literal, self.start) >= 0
+        if kind == SUFFIX:
+            return path.endswith(literal) and len(path) - len(literal) >= self.start
+        if kind == EXACT:
+            return path == literal
+        assert self.matcher is not None
+        return literal in path and self.matcher(path)
 
     def __repr__(self) -> str:
         return f"Pattern({self.text!r})"
 
 
-def _prefix_matcher(prefix: str) -> Callable[[str], bool]:
-    def matches(path: str) -> bool:
-        return path.startswith(prefix)
-
-    return matches
-
-
 def _wildcard_matcher(
-    first: str, middle: tuple[str, ...], last: str, anchored: bool
+    first: str, segments: tuple[str, ...], anchored: bool
 ) -> Callable[[str], bool]:
     start = len(first)
+    middle, last = (segments[:-1], segments[-1]) if anchored else (segments, "")
     tail = len(last)
 
     def matches(path: str) -> bool:
@@ -135,9 +173,7 @@ def _wildcard_matcher(
         pos = _find_all_in_order(path, start, middle)
         if pos < 0:
             return False
-        if anchored:
-            # The last segment must sit at the very end, after everything else.
-            return len(path) - tail >= pos and path.endswith(last)
-        return path.find(last, pos) >= 0
+        # Anchored: the last segment must sit at the very end, after everything else.
+        return not anchored or (len(path) - tail >= pos and path.endswith(last))
 
     return matches
