@@ -8,6 +8,7 @@ another (it reports typos and unknown lines).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -69,6 +70,10 @@ class Record(NamedTuple):
     key: str
     value: str
     lenient: bool = False
+
+
+# NamedTuple's generated __new__ is Python code; one record per line makes it count.
+_new_record = functools.partial(tuple.__new__, Record)
 
 
 def truncate(body: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, bool]:
@@ -136,4 +141,4 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
             continue
         directive = keys.get(key, UNKNOWN)
         typo = directive is not UNKNOWN and key in TYPO_KEYS
-        yield Record(number, directive, key, value.strip(_WS), not colon or typo)
+        yield _new_record((number, directive, key, value.strip(_WS), not colon or typo))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -34,6 +35,9 @@ class Verdict(NamedTuple):
 
 
 ALLOWED = Verdict(True)
+# NamedTuple's generated __new__ is Python code; building from a tuple is much
+# cheaper, and verdicts and rules are made once per rule of every file.
+_new_verdict = functools.partial(tuple.__new__, Verdict)
 
 
 class Rule(NamedTuple):
@@ -46,6 +50,8 @@ class Rule(NamedTuple):
     def __str__(self) -> str:
         return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
 
+
+_new_rule = functools.partial(tuple.__new__, Rule)
 
 @dataclass(slots=True)
 class Group:
@@ -105,7 +111,7 @@ def parse_request_rate(value: str) -> tuple[int, float] | None:
 _Candidate = tuple[int, str, Any, Verdict]
 
 #: A trie node with at most this many candidate rules is not split further.
-_LEAF_SIZE = 8
+_LEAF_SIZE = 16
 #: Deeper than this, nodes are not split (bounds recursion on pathological files).
 _MAX_DEPTH = 200
 
@@ -148,30 +154,57 @@ class RuleSet:
             if pattern.head and not pattern.head.startswith("/"):
                 continue  # every path starts with "/": this rule can never match
             arg = pattern.matcher if pattern.kind == WILDCARD else pattern.start
-            order = (-pattern.length, not rule.allow, rule.line)
-            verdict = Verdict(rule.allow, str(rule), rule.line)
-            compiled.append((order, pattern.head[1:], (pattern.kind, pattern.literal, arg, verdict)))
-        compiled.sort(key=lambda item: item[0])
+            verdict = _new_verdict((rule.allow, str(rule), rule.line))
+            candidate = (pattern.kind, pattern.literal, arg, verdict)
+            # Sorts by (-length, Disallow after Allow, line); lines are unique.
+            compiled.append((-pattern.length, not rule.allow, rule.line, pattern.head[1:], candidate))
+        compiled.sort()
         self.rule_count = len(compiled)
-        self._candidates = [candidate for _, _, candidate in compiled]
-        heads = [(position, head) for position, (_, head, _) in enumerate(compiled)]
-        ended = [position for position, head in heads if not head]
+        self._candidates = [entry[4] for entry in compiled]
+        heads = [(position, entry[3]) for position, entry in enumerate(compiled)]
+        ended = self._cut([position for position, head in heads if not head])
         self._root = self._build([(p, h) for p, h in heads if h], 0, ended)
 
-    def _build(self, going: list[tuple[int, str]], depth: int, ended: list[int]) -> _Node:
+    def _build(
+        self,
+        going: list[tuple[int, str]],
+        depth: int,
+        ended: list[int],
+        ended_candidates: tuple[_Candidate, ...] | None = None,
+    ) -> _Node:
         """A node at *depth* for the rules in *going* (literal start longer than the
-        node's prefix) and *ended* (literal start a prefix of it), by position."""
-        if len(going) + len(ended) <= _LEAF_SIZE or depth >= _MAX_DEPTH:
-            return _Node(None, self._pick(ended + [position for position, _ in going]))
+        node's prefix) and *ended* (literal start a prefix of it, see :meth:`_cut`),
+        by position in decision order."""
+        if len(going) <= _LEAF_SIZE or depth >= _MAX_DEPTH:
+            limit = ended[-1] if ended and self._is_prefix(ended[-1]) else len(self._candidates)
+            return _Node(None, self._pick(ended + [p for p, _ in going if p < limit]))
+        if ended_candidates is None:
+            ended_candidates = self._pick(ended)
         by_char: dict[str, list[tuple[int, str]]] = {}
         for position, head in going:
             by_char.setdefault(head[depth], []).append((position, head))
         children = {}
         for char, members in by_char.items():
-            child_ended = ended + [p for p, head in members if len(head) == depth + 1]
+            ending = [p for p, head in members if len(head) == depth + 1]
             child_going = [(p, head) for p, head in members if len(head) > depth + 1]
-            children[char] = self._build(child_going, depth + 1, child_ended)
-        return _Node(children, self._pick(ended))
+            if ending:
+                children[char] = self._build(child_going, depth + 1, self._cut(ended + ending))
+            else:  # the same ended rules: share the tuple
+                children[char] = self._build(child_going, depth + 1, ended, ended_candidates)
+        return _Node(children, ended_candidates)
+
+    def _cut(self, ended: list[int]) -> list[int]:
+        """Sort the positions of rules whose literal start is a prefix of a node's
+        prefix, dropping those after the first plain prefix rule: every path that
+        reaches the node matches that rule, so no rule after it can decide."""
+        ordered = sorted(ended)
+        for index, position in enumerate(ordered):
+            if self._is_prefix(position):
+                return ordered[: index + 1]
+        return ordered
+
+    def _is_prefix(self, position: int) -> bool:
+        return bool(self._candidates[position][0] == PREFIX)
 
     def _pick(self, positions: list[int]) -> tuple[_Candidate, ...]:
         return tuple(self._candidates[position] for position in sorted(positions))
@@ -297,7 +330,7 @@ class RobotsTxt:
                     continue  # before the first user-agent line: no group (§2.2.2)
                 current.closed = True
                 if value:  # an empty pattern is no rule
-                    current.rules.append(Rule(directive == lexer.ALLOW, value, line))
+                    current.rules.append(_new_rule((directive == lexer.ALLOW, value, line)))
             elif directive == lexer.USER_AGENT:
                 if current is None or current.closed:
                     current = Group([], line)

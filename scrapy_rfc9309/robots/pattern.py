@@ -118,6 +118,13 @@ class Pattern:
     matcher: Callable[[str], bool] | None
 
     def __init__(self, raw: str) -> None:
+        if "*" not in raw and not raw.endswith("$") and _NEEDS_WORK.search(raw) is None:
+            # The common case, a plain canonical prefix ("/private/"): nothing to compute.
+            self.text = self.head = self.literal = raw
+            self.length = self.start = len(raw)
+            self.kind = PREFIX
+            self.matcher = None
+            return
         # "$" is an anchor only as the last character (§2.2.3); elsewhere a literal.
         anchored = raw.endswith("$")
         body = raw[:-1] if anchored else raw
