@@ -126,7 +126,7 @@ def bench_parse(files: dict[str, str], repeat: int) -> list[str]:
     medians: dict[str, float] = {}
     totals: dict[str, float] = {}
     for name, parse in PARSERS.items():
-        per_file = [best_of(repeat, lambda t=text: parse(t)) for text in files.values()]
+        per_file = [best_of(repeat, lambda t=text, p=parse: p(t)) for text in files.values()]
         medians[name] = statistics.median(per_file) * 1e6
         totals[name] = sum(per_file) * 1e3
 
@@ -159,7 +159,9 @@ def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int)
             for ua in USER_AGENTS:
                 check(host_urls[0], ua)  # warm-up (ours: compile the group's patterns)
 
-            def run(check: Callable[[str, str], bool] = check, host_urls: list[str] = host_urls) -> None:
+            def run(
+                check: Callable[[str, str], bool] = check, host_urls: list[str] = host_urls
+            ) -> None:
                 for ua in USER_AGENTS:
                     for url in host_urls:
                         check(url, ua)
@@ -176,7 +178,9 @@ def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int)
 
 def bench_big_file(repeat: int) -> list[str]:
     text = synthetic_file()
-    times = {name: best_of(repeat, lambda p=parse: p(text)) * 1e3 for name, parse in PARSERS.items()}
+    times = {
+        name: best_of(repeat, lambda p=parse: p(text)) * 1e3 for name, parse in PARSERS.items()
+    }
     first = best_of(repeat, lambda: RobotsTxt.parse(text).allowed("/shop/cart", "MyCrawler")) * 1e3
     google_one = best_of(repeat, lambda: google.RobotsMatcher().is_allowed(text, "MyCrawler", "/x"))
     times["google"] = google_one * 1e3
@@ -217,9 +221,11 @@ def bench_adversarial() -> list[str]:
             for name in (*PARSERS, "google"):
                 parsed = PARSERS[name](text) if name in PARSERS else None
                 check = checker(name, parsed, text)
-                times[name] = best_of(3, lambda c=check: c(url, "MyCrawler")) * 1e3
-            label = f"{pattern[:22]:<22} /a*{length:<7}"
-            out.append(row(f"{label} (ms)", times, "{:.3f}"))
+                times[name] = best_of(3, lambda c=check, u=url: c(u, "MyCrawler")) * 1e3
+            label = (
+                pattern if len(pattern) <= 20 else f"{pattern[:8]}..{pattern[-8:]} ({len(pattern)})"
+            )
+            out.append(row(f"{label:<22} /a*{length:<7} (ms)", times, "{:.3f}"))
     return out
 
 
@@ -228,13 +234,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (best kept)")
     args = parser.parse_args()
     files, urls = load_corpus()
-    header = row("", {n: 0 for n in ("scrapy_rfc9309", "protego", "stdlib", "google")}, "{}")
     names = f"{'':<34} " + " ".join(
         f"{n:>16}" for n in ("scrapy_rfc9309", "protego", "stdlib", "google")
     )
-    del header
-    print(f"Python {sys.version.split()[0]}; corpus: {len(files)} files, "
-          f"{sum(map(len, urls.values())):,} URLs on {len(urls)} hosts; best of {args.repeat}")
+    print(
+        f"Python {sys.version.split()[0]}; corpus: {len(files)} files, "
+        f"{sum(map(len, urls.values())):,} URLs on {len(urls)} hosts; best of {args.repeat}"
+    )
     print(names)
     for section in (
         bench_parse(files, args.repeat),

@@ -104,9 +104,7 @@ class AccessPolicy:
             raise ValueError("failure_ttl must not be negative")
 
     def success(self, robots: RobotsTxt, now: float, status: int | None = 200) -> RobotsEntry:
-        return RobotsEntry(
-            FetchOutcome.SUCCESS, robots, now, now + self.cache_ttl, status=status
-        )
+        return RobotsEntry(FetchOutcome.SUCCESS, robots, now, now + self.cache_ttl, status=status)
 
     def unavailable(self, now: float, status: int | None = None) -> RobotsEntry:
         # A definite answer ("there is no robots.txt"): cached as long as a file.

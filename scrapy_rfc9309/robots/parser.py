@@ -53,6 +53,7 @@ class Rule(NamedTuple):
 
 _new_rule = functools.partial(tuple.__new__, Rule)
 
+
 @dataclass(slots=True)
 class Group:
     """User-agent lines and the records that follow them (§2.1)."""
@@ -126,7 +127,7 @@ class _Node:
     ``None`` at a leaf.
     """
 
-    __slots__ = ("children", "candidates")
+    __slots__ = ("candidates", "children")
 
     def __init__(self, children: dict[str, _Node] | None, candidates: tuple[_Candidate, ...]):
         self.children = children
@@ -145,7 +146,7 @@ class RuleSet:
     wildcard.
     """
 
-    __slots__ = ("_root", "_candidates", "rule_count")
+    __slots__ = ("_candidates", "_root", "rule_count")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         compiled = []
@@ -157,7 +158,9 @@ class RuleSet:
             verdict = _new_verdict((rule.allow, str(rule), rule.line))
             candidate = (pattern.kind, pattern.literal, arg, verdict)
             # Sorts by (-length, Disallow after Allow, line); lines are unique.
-            compiled.append((-pattern.length, not rule.allow, rule.line, pattern.head[1:], candidate))
+            compiled.append(
+                (-pattern.length, not rule.allow, rule.line, pattern.head[1:], candidate)
+            )
         compiled.sort()
         self.rule_count = len(compiled)
         self._candidates = [entry[4] for entry in compiled]

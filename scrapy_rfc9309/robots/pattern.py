@@ -107,7 +107,7 @@ class Pattern:
     ``literal`` is their longest literal piece: a path without it cannot match.
     """
 
-    __slots__ = ("text", "length", "head", "kind", "literal", "start", "matcher")
+    __slots__ = ("head", "kind", "length", "literal", "matcher", "start", "text")
 
     text: str
     length: int

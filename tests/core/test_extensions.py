@@ -44,12 +44,16 @@ def test_rfc_2_2_4_crawl_delay_values(value, expected):
 
 
 def test_rfc_2_2_4_largest_crawl_delay_of_merged_groups():
-    r = RobotsTxt.parse("User-agent: a\nCrawl-delay: 1\nDisallow: /\nUser-agent: a\nCrawl-delay: 3\n")
+    r = RobotsTxt.parse(
+        "User-agent: a\nCrawl-delay: 1\nDisallow: /\nUser-agent: a\nCrawl-delay: 3\n"
+    )
     assert r.crawl_delay("a") == 3
 
 
 def test_rfc_2_2_4_crawl_delay_of_another_group_does_not_apply():
-    r = RobotsTxt.parse("User-agent: otherbot\nCrawl-delay: 30\nDisallow: /y\n\nUser-agent: *\nDisallow: /x\n")
+    r = RobotsTxt.parse(
+        "User-agent: otherbot\nCrawl-delay: 30\nDisallow: /y\n\nUser-agent: *\nDisallow: /x\n"
+    )
     assert r.crawl_delay("mybot") is None
     assert r.delay("mybot") is None
 
