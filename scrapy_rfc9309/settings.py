@@ -1,0 +1,125 @@
+"""Reading and validating the plugin's settings; errors name the setting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .robots import AccessPolicy, DEFAULT_MAX_BYTES
+from .robots.access import MAX_CACHE_TTL
+from .robots.parser import path_of
+from .robots.pattern import Pattern
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class SettingError(ValueError):
+    """A setting has a value the plugin cannot use; the message names the setting."""
+
+
+def number(settings: BaseSettings, name: str, minimum: float = 0, maximum: float | None = None) -> float:
+    value = settings.get(name)
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise SettingError(f"{name} must be a number, not {value!r}") from None
+    if result < minimum or (maximum is not None and result > maximum):
+        bounds = f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
+        raise SettingError(f"{name} must be {bounds}, not {value!r}")
+    return result
+
+
+def choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
+    value = settings.get(name)
+    if value not in choices:
+        raise SettingError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return str(value)
+
+
+def compile_exclusions(entries: Any, name: str = "RFC9309_EXCLUDE_PATHS") -> Callable[[str], str | None]:
+    """A matcher for the operator's deny list: robots-style path patterns, or regular
+    expressions written ``re:...``, matched against the canonical path + query.
+    It returns the entry that matched, or ``None``."""
+    if isinstance(entries, str) or not isinstance(entries, (list, tuple)):
+        raise SettingError(f"{name} must be a list of path patterns, not {entries!r}")
+    patterns: list[tuple[str, Callable[[str], Any]]] = []
+    for entry in entries:
+        if not isinstance(entry, str) or not entry:
+            raise SettingError(f"{name}: entries must be non-empty strings, not {entry!r}")
+        if entry.startswith("re:"):
+            try:
+                patterns.append((entry, re.compile(entry[3:]).search))
+            except re.error as exc:
+                raise SettingError(f"{name}: invalid regular expression {entry!r}: {exc}") from None
+        else:
+            pattern = entry if entry.startswith(("/", "*")) else "/" + entry
+            patterns.append((entry, Pattern(pattern).matches))
+
+    def excluded(url: str) -> str | None:
+        path = path_of(url)
+        for entry, matches in patterns:
+            if matches(path):
+                return entry
+        return None
+
+    return excluded
+
+
+@dataclass(frozen=True)
+class RobotsSettings:
+    """The robots middleware's settings, validated."""
+
+    policy: AccessPolicy
+    timeout: float
+    max_bytes: int
+    max_redirects: int
+    cache_size: int
+    lenient: bool
+    user_agent: str | None
+    excluded: Callable[[str], str | None]
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
+        policy = AccessPolicy(
+            cache_ttl=number(settings, "RFC9309_CACHE_TTL", 0, MAX_CACHE_TTL),
+            failure_ttl=number(settings, "RFC9309_FAILURE_TTL", 0),
+            unreachable_allows=choice(settings, "RFC9309_UNREACHABLE", ("disallow", "allow"))
+            == "allow",
+        )
+        return cls(
+            policy=policy,
+            timeout=number(settings, "RFC9309_TIMEOUT", 0.001),
+            max_bytes=int(number(settings, "RFC9309_MAX_BYTES", DEFAULT_MAX_BYTES)),
+            max_redirects=int(number(settings, "RFC9309_MAX_REDIRECTS", 0, 20)),
+            cache_size=int(number(settings, "RFC9309_CACHE_SIZE", 1)),
+            lenient=settings.getbool("RFC9309_LENIENT"),
+            user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
+            excluded=compile_exclusions(settings.getlist("RFC9309_EXCLUDE_PATHS")),
+        )
+
+
+#: Defaults of every RFC9309_* setting (also used by the add-on and the commands).
+ROBOTS_DEFAULTS: dict[str, Any] = {
+    "RFC9309_CACHE_TTL": 3600,
+    "RFC9309_FAILURE_TTL": 600,
+    "RFC9309_UNREACHABLE": "disallow",
+    "RFC9309_TIMEOUT": 10,
+    "RFC9309_MAX_BYTES": DEFAULT_MAX_BYTES,
+    "RFC9309_MAX_REDIRECTS": 5,
+    "RFC9309_CACHE_SIZE": 10_000,
+    "RFC9309_LENIENT": True,
+    "RFC9309_EXCLUDE_PATHS": [],
+}
+
+
+def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSettings:
+    """A copy of *settings* where the plugin's defaults fill what is unset."""
+    copy = settings.copy()
+    copy.frozen = False  # a private copy: the crawler's settings stay untouched
+    for name, value in defaults.items():
+        if copy.get(name) is None:
+            copy.set(name, value, priority="default")
+    return copy

@@ -1,0 +1,89 @@
+"""A local HTTP site for real crawls: serves configured routes on 127.0.0.1 (an
+ephemeral port) from its own thread and records every request it receives."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes | Callable[[], Iterable[bytes]] = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hit:
+    time: float
+    path: str
+    user_agent: str
+
+
+class Site:
+    """``site.route("/robots.txt", body=b"...")``; ``site.paths()`` lists what was requested."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Route] = {}
+        self.hits: list[Hit] = []
+        self._lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                with site._lock:
+                    site.hits.append(Hit(time.monotonic(), self.path, self.headers.get("User-Agent", "")))
+                route = site.routes.get(self.path) or site.routes.get(self.path.split("?")[0])
+                if route is None:
+                    route = Route(body=b"<html><body>page</body></html>")
+                if route.delay:
+                    time.sleep(route.delay)
+                chunks = [route.body] if isinstance(route.body, bytes) else route.body()
+                self.send_response(route.status)
+                for name, value in route.headers.items():
+                    self.send_header(name, value)
+                if isinstance(route.body, bytes):
+                    self.send_header("Content-Length", str(len(route.body)))
+                    self.end_headers()
+                    self.wfile.write(route.body)
+                    return
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for chunk in chunks:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    site.aborted = True
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.aborted = False
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def route(self, path: str, **kwargs: object) -> None:
+        self.routes[path] = Route(**kwargs)  # type: ignore[arg-type]
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [hit.path for hit in self.hits]
+
+    def count(self, path: str) -> int:
+        return self.paths().count(path)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
