@@ -3,6 +3,7 @@ ephemeral port) from its own thread and records every request it receives."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -87,3 +88,10 @@ class Site:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

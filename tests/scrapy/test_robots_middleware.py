@@ -6,6 +6,7 @@ import pytest
 import pytest_twisted
 
 from tests.crawl import crawl
+from tests.server import closed_port
 
 ROBOTS = b"User-agent: *\nDisallow: /private\n\nUser-agent: TestBot\nDisallow: /secret\nAllow: /secret/ok\n"
 
@@ -22,3 +23,161 @@ async def test_rfc_2_3_1_2xx_is_obeyed_for_the_crawlers_group(site):
     assert crawler.stats.get_value("rfc9309/forbidden") == 1
     assert crawler.stats.get_value("rfc9309/request_count") == 1
     assert crawler.stats.get_value("rfc9309/response_status_count/200") == 1
+
+
+def redirect(to):
+    return {"status": 301, "headers": {"Location": to}}
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_five_redirects_are_followed_and_apply_to_the_original_authority(site):
+    for hop in range(5):
+        site.route(f"/r{hop}" if hop else "/robots.txt", **redirect(f"/r{hop + 1}"))
+    site.route("/r5", body=b"User-agent: *\nDisallow: /private\n")
+    crawler = await crawl(pages(site, "/a", "/private"))
+    assert "/private" not in site.paths() and "/a" in site.paths()
+    assert crawler.stats.get_value("rfc9309/request_count") == 6
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_six_redirects_are_unavailable_and_allow_everything(site):
+    for hop in range(6):
+        site.route(f"/r{hop}" if hop else "/robots.txt", **redirect(f"/r{hop + 1}"))
+    site.route("/r6", body=b"User-agent: *\nDisallow: /\n")
+    crawler = await crawl(pages(site, "/a", "/private"))
+    assert "/r6" not in site.paths()
+    assert {"/a", "/private"} <= set(site.paths())
+    assert crawler.stats.get_value("rfc9309/unavailable") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_a_redirect_loop_is_unavailable(site):
+    site.route("/robots.txt", **redirect("/loop"))
+    site.route("/loop", **redirect("/robots.txt"))
+    crawler = await crawl(pages(site, "/a"))
+    assert site.count("/robots.txt") == 1 and site.count("/loop") == 1
+    assert "/a" in site.paths()
+    assert crawler.stats.get_value("rfc9309/redirect_limit") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_cross_host_redirect_is_followed_despite_allowed_domains(site, other_site):
+    # 127.0.0.1 and localhost are different hosts; allowed_domains names only one.
+    other_site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    site.route("/robots.txt", **redirect(f"http://localhost:{other_site.port}/robots.txt"))
+    from tests.crawl import ListSpider
+
+    ListSpider.allowed_domains = ["127.0.0.1"]
+    try:
+        await crawl(pages(site, "/a", "/private"))
+    finally:
+        del ListSpider.allowed_domains
+    assert other_site.paths() == ["/robots.txt"]
+    assert "/private" not in site.paths() and "/a" in site.paths()
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_404_allows_everything(site):
+    site.route("/robots.txt", status=404, body=b"not found")
+    crawler = await crawl(pages(site, "/a", "/private"))
+    assert {"/a", "/private"} <= set(site.paths())
+    assert crawler.stats.get_value("rfc9309/unavailable") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_403_is_unavailable_even_if_its_body_disallows(site):
+    site.route("/robots.txt", status=403, body=b"User-agent: *\nDisallow: /\n")
+    await crawl(pages(site, "/a"))
+    assert "/a" in site.paths()
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_429_and_5xx_are_unreachable_and_disallow_everything(site, status):
+    site.route("/robots.txt", status=status, body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(pages(site, "/a", "/b", "/c"))
+    assert site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/unreachable") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == 3
+    assert crawler.stats.get_value(f"rfc9309/response_status_count/{status}") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_unreachable_allow_setting_fails_open(site):
+    site.route("/robots.txt", status=503)
+    await crawl(pages(site, "/a"), RFC9309_UNREACHABLE="allow")
+    assert "/a" in site.paths()
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_a_hang_past_the_timeout_is_unreachable(site):
+    site.route("/robots.txt", delay=3, body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(pages(site, "/a"), RFC9309_TIMEOUT=0.5)
+    assert site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/exception_count/DownloadTimeoutError") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_3_1_connection_refused_is_unreachable():
+    crawler = await crawl([f"http://127.0.0.1:{closed_port()}/a"])
+    assert crawler.stats.get_value("rfc9309/unreachable") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == 1
+    assert crawler.stats.get_value("rfc9309/exception_count/DownloadConnectionRefusedError") == 1
+    assert crawler.stats.get_value("downloader/request_count") == 1  # robots.txt only
+
+
+@pytest_twisted.ensureDeferred
+async def test_one_fetch_for_16_concurrent_requests_and_every_waiter_is_checked(site):
+    site.route("/robots.txt", delay=1.0, body=b"User-agent: *\nDisallow: /private\n")
+    urls = pages(site, *[f"/private/{i}" for i in range(8)], *[f"/public/{i}" for i in range(8)])
+    crawler = await crawl(urls)
+    assert site.count("/robots.txt") == 1
+    assert not [p for p in site.paths() if p.startswith("/private")]
+    assert len([p for p in site.paths() if p.startswith("/public")]) == 8
+    assert crawler.stats.get_value("rfc9309/forbidden") == 8
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_ports_of_one_host_are_two_authorities(site, other_site):
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /x\n")
+    other_site.route("/robots.txt", body=b"User-agent: *\nDisallow: /y\n")
+    await crawl(pages(site, "/x", "/y") + pages(other_site, "/x", "/y"))
+    assert sorted(site.paths()) == ["/robots.txt", "/y"]
+    assert sorted(other_site.paths()) == ["/robots.txt", "/x"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_dont_obey_robotstxt_passes_untouched(site):
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
+    await crawl(pages(site, "/a"), meta={"dont_obey_robotstxt": True})
+    assert site.paths() == ["/a"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_exclude_paths_win_even_with_dont_obey_robotstxt(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(
+        pages(site, "/admin/x", "/a?token=1", "/logout-now", "/ok"),
+        meta={"dont_obey_robotstxt": True},
+        RFC9309_EXCLUDE_PATHS=["/admin", r"re:\?.*token=", "*/*logout*"],
+    )
+    assert site.paths() == ["/ok"]
+    assert crawler.stats.get_value("rfc9309/excluded") == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_5_a_50_mib_robots_txt_is_cut_and_its_head_obeyed(site):
+    head = b"User-agent: *\nDisallow: /private\n"
+
+    def body():
+        yield head
+        filler = b"# " + b"x" * 1021 + b"\n"
+        for _ in range(50 * 1024):  # 50 MiB of comment lines
+            yield filler
+
+    site.route("/robots.txt", body=body)
+    crawler = await crawl(pages(site, "/a", "/private"))
+    assert "/private" not in site.paths() and "/a" in site.paths()
+    assert crawler.stats.get_value("rfc9309/truncated") == 1
+    assert crawler.stats.get_value("rfc9309/success") == 1
