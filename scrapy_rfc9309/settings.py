@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .robots import AccessPolicy, DEFAULT_MAX_BYTES
+from .robots import DEFAULT_MAX_BYTES, AccessPolicy
 from .robots.access import MAX_CACHE_TTL
 from .robots.parser import path_of
 from .robots.pattern import Pattern
@@ -20,14 +20,18 @@ class SettingError(ValueError):
     """A setting has a value the plugin cannot use; the message names the setting."""
 
 
-def number(settings: BaseSettings, name: str, minimum: float = 0, maximum: float | None = None) -> float:
+def number(
+    settings: BaseSettings, name: str, minimum: float = 0, maximum: float | None = None
+) -> float:
     value = settings.get(name)
     try:
         result = float(value)
     except (TypeError, ValueError):
         raise SettingError(f"{name} must be a number, not {value!r}") from None
     if result < minimum or (maximum is not None and result > maximum):
-        bounds = f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
+        bounds = (
+            f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
+        )
         raise SettingError(f"{name} must be {bounds}, not {value!r}")
     return result
 
@@ -39,7 +43,9 @@ def choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
-def compile_exclusions(entries: Any, name: str = "RFC9309_EXCLUDE_PATHS") -> Callable[[str], str | None]:
+def compile_exclusions(
+    entries: Any, name: str = "RFC9309_EXCLUDE_PATHS"
+) -> Callable[[str], str | None]:
     """A matcher for the operator's deny list: robots-style path patterns, or regular
     expressions written ``re:...``, matched against the canonical path + query.
     It returns the entry that matched, or ``None``."""

@@ -37,10 +37,47 @@ class ListSpider(scrapy.Spider):
         self.seen.append(response.url)
 
 
-async def crawl(urls: list[str], meta: dict[str, Any] | None = None, **settings: Any) -> Crawler:
+class ChainSpider(ListSpider):
+    """Requests its URLs one after another, calling ``between(response)`` in between."""
+
+    name = "chain"
+
+    async def start(self):
+        yield self._next(0)
+
+    def _next(self, index):
+        return scrapy.Request(
+            self.urls[index],
+            callback=self.parse,
+            errback=self.failed,
+            dont_filter=True,
+            cb_kwargs={"index": index},
+        )
+
+    def parse(self, response, index=0):
+        self.seen.append(response.url)
+        return self._continue(index, response)
+
+    def failed(self, failure):
+        return self._continue(failure.request.cb_kwargs["index"], None)
+
+    def _continue(self, index, response):
+        if index + 1 < len(self.urls):
+            self.between(response)
+            yield self._next(index + 1)
+
+
+async def crawl(
+    urls: list[str],
+    meta: dict[str, Any] | None = None,
+    spider: type[scrapy.Spider] = ListSpider,
+    **settings: Any,
+) -> Crawler:
     """Crawl *urls* with the base settings updated by *settings*; return the crawler
-    (its ``stats`` and ``spider.seen`` hold the results)."""
+    (its ``stats`` and ``spider.seen`` hold the results).  Extra spider attributes
+    go in *meta* for ListSpider, or as ``spider_kwargs`` in settings."""
+    spider_kwargs = settings.pop("spider_kwargs", {})
     runner = CrawlerRunner({**BASE_SETTINGS, **settings})
-    crawler = runner.create_crawler(ListSpider)
-    await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[])
+    crawler = runner.create_crawler(spider)
+    await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[], **spider_kwargs)
     return crawler

@@ -38,9 +38,11 @@ class Site:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 with site._lock:
-                    site.hits.append(Hit(time.monotonic(), self.path, self.headers.get("User-Agent", "")))
+                    site.hits.append(
+                        Hit(time.monotonic(), self.path, self.headers.get("User-Agent", ""))
+                    )
                 route = site.routes.get(self.path) or site.routes.get(self.path.split("?")[0])
                 if route is None:
                     route = Route(body=b"<html><body>page</body></html>")

@@ -219,7 +219,9 @@ class RobotsTxtMiddleware:
             request=response.request,
         )
 
-    def _failed(self, authority: str, entry: RobotsEntry, exc: Exception | None = None) -> RobotsEntry:
+    def _failed(
+        self, authority: str, entry: RobotsEntry, exc: Exception | None = None
+    ) -> RobotsEntry:
         self.stats.inc_value("rfc9309/unreachable")
         if entry.stale:
             self.stats.inc_value("rfc9309/stale")

@@ -8,7 +8,10 @@ import pytest_twisted
 from tests.crawl import crawl
 from tests.server import closed_port
 
-ROBOTS = b"User-agent: *\nDisallow: /private\n\nUser-agent: TestBot\nDisallow: /secret\nAllow: /secret/ok\n"
+ROBOTS = (
+    b"User-agent: *\nDisallow: /private\n\n"
+    b"User-agent: TestBot\nDisallow: /secret\nAllow: /secret/ok\n"
+)
 
 
 def pages(site, *paths):
@@ -181,3 +184,76 @@ async def test_rfc_2_5_a_50_mib_robots_txt_is_cut_and_its_head_obeyed(site):
     assert "/private" not in site.paths() and "/a" in site.paths()
     assert crawler.stats.get_value("rfc9309/truncated") == 1
     assert crawler.stats.get_value("rfc9309/success") == 1
+
+
+class FakeClock:
+    """Stands in for time.monotonic in the middleware (the clock is the one thing mocked)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.robotstxt.monotonic", fake)
+    return fake
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_4_cache_expires_after_the_ttl(site, clock):
+    from tests.crawl import ChainSpider
+
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    steps = iter([10, 100])  # +10 s: still cached; +100 s: past the 60 s TTL
+
+    def between(response):
+        clock.now += next(steps)
+
+    await crawl(
+        pages(site, "/a", "/b", "/c"),
+        spider=ChainSpider,
+        RFC9309_CACHE_TTL=60,
+        spider_kwargs={"between": between},
+    )
+    assert site.paths() == ["/robots.txt", "/a", "/b", "/robots.txt", "/c"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_rfc_2_4_failure_is_retried_after_the_failure_ttl_and_the_good_copy_reused(
+    site, clock
+):
+    from tests.crawl import ChainSpider
+
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    actions = iter(
+        [
+            lambda: site.route("/robots.txt", status=503),  # +100 s: expired, now failing
+            None,  # +5 s: the failure is cached (failure TTL 30 s)
+            lambda: site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n"),  # +100 s
+        ]
+    )
+    advance = iter([100, 5, 100])
+
+    def between(response):
+        action = next(actions)
+        if action:
+            action()
+        clock.now += next(advance)
+
+    crawler = await crawl(
+        pages(site, "/a", "/b", "/private/c", "/d"),
+        spider=ChainSpider,
+        RFC9309_CACHE_TTL=60,
+        RFC9309_FAILURE_TTL=30,
+        spider_kwargs={"between": between},
+    )
+    # /b: robots.txt fails (503) but the last good copy still allows /b;
+    # /private/c: that copy still disallows it, and the failure is not refetched yet;
+    # /d: after the failure TTL robots.txt is fetched again and now disallows all.
+    assert site.paths() == ["/robots.txt", "/a", "/robots.txt", "/b", "/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/stale") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == 2

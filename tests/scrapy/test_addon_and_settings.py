@@ -1,0 +1,73 @@
+"""The add-on (SPEC §0) and start-up validation of settings."""
+
+import pytest
+import pytest_twisted
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builtin
+from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
+
+from scrapy_rfc9309 import Addon, RobotsTxtMiddleware
+from scrapy_rfc9309.settings import SettingError
+from tests.crawl import crawl
+
+
+def addon_settings(**user):
+    """The enabled downloader middlewares and their orders, as Scrapy resolves them."""
+    settings = Settings(user)
+    Addon().update_settings(settings)
+    components = settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+    return {load_object(k): v for k, v in components.items() if v is not None}
+
+
+def order_of(components, cls):
+    return components.get(cls)
+
+
+def test_addon_replaces_the_builtin_middleware():
+    components = addon_settings()
+    assert Builtin not in components
+    assert order_of(components, RobotsTxtMiddleware) == 100
+
+
+def test_addon_keeps_an_order_the_user_set():
+    components = addon_settings(DOWNLOADER_MIDDLEWARES={"scrapy_rfc9309.RobotsTxtMiddleware": 123})
+    assert order_of(components, RobotsTxtMiddleware) == 123
+
+
+@pytest_twisted.ensureDeferred
+async def test_addon_crawl_fetches_robots_txt_once(site):
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    await crawl(
+        [site.url + "/a", site.url + "/private"],
+        DOWNLOADER_MIDDLEWARES={},
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+    )
+    assert sorted(site.paths()) == ["/a", "/robots.txt"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("RFC9309_CACHE_TTL", 86401),
+        ("RFC9309_CACHE_TTL", "soon"),
+        ("RFC9309_FAILURE_TTL", -1),
+        ("RFC9309_UNREACHABLE", "maybe"),
+        ("RFC9309_TIMEOUT", 0),
+        ("RFC9309_MAX_BYTES", 1000),
+        ("RFC9309_MAX_REDIRECTS", -1),
+        ("RFC9309_CACHE_SIZE", 0),
+        ("RFC9309_EXCLUDE_PATHS", ["re:("]),
+    ],
+)
+@pytest_twisted.ensureDeferred
+async def test_a_bad_setting_stops_the_crawl_at_start_up_naming_it(site, name, value):
+    with pytest.raises(SettingError, match=name):
+        await crawl([site.url + "/a"], **{name: value})
+    assert site.paths() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_obey_false_disables_the_middleware(site):
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
+    await crawl([site.url + "/a"], ROBOTSTXT_OBEY=False)
+    assert site.paths() == ["/a"]
