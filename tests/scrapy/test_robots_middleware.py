@@ -257,3 +257,34 @@ async def test_rfc_2_4_failure_is_retried_after_the_failure_ttl_and_the_good_cop
     assert site.paths() == ["/robots.txt", "/a", "/robots.txt", "/b", "/robots.txt"]
     assert crawler.stats.get_value("rfc9309/stale") == 1
     assert crawler.stats.get_value("rfc9309/forbidden") == 2
+
+
+received_signals = []
+
+
+class SignalRecorder:
+    """An extension recording the robots_parsed signal."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        from scrapy import signals
+
+        crawler.signals.connect(cls.record, signal=signals.robots_parsed)
+        return cls()
+
+    @staticmethod
+    def record(robotparser, request):
+        received_signals.append((robotparser, request.url))
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_parsed_signal_carries_the_parsed_file_and_its_delay(site):
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 2\nDisallow: /x\n")
+    received_signals.clear()
+    await crawl(
+        pages(site, "/a"), EXTENSIONS={"tests.scrapy.test_robots_middleware.SignalRecorder": 0}
+    )
+    [(parser, url)] = received_signals
+    assert url == site.url + "/robots.txt"
+    assert parser.crawl_delay("TestBot") == 2
+    assert not parser.allowed(site.url + "/x", "TestBot")

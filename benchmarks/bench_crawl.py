@@ -1,0 +1,134 @@
+"""Crawl benchmark: what the robots middleware costs in a real crawl.
+
+Run from the repository root:  ``python benchmarks/bench_crawl.py``
+
+A local site (its own process, 127.0.0.1) serves 2,000 pages and a robots.txt
+with rules that none of the pages match, so every mode downloads the same pages.
+Each mode crawls them in a fresh process; modes are interleaved and repeated, and
+the best wall time of each is kept:
+
+* ``none``: ROBOTSTXT_OBEY = False;
+* ``builtin``: Scrapy's own RobotsTxtMiddleware (Protego);
+* ``rfc9309``: this package's middleware (through the add-on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private/ok\n"
+PAGE = b"<html><body>" + b"<p>text</p>" * 50 + b"</body></html>"
+MODES = ("none", "builtin", "rfc9309")
+
+
+def serve(port_file: str) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            body = ROBOTS if self.path == "/robots.txt" else PAGE
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    Path(port_file).write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
+def crawl(mode: str, base: str, pages: int) -> None:
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    class Pages(scrapy.Spider):
+        name = "pages"
+
+        async def start(self):  # type: ignore[override]
+            for number in range(pages):
+                yield scrapy.Request(f"{base}/page/{number}", callback=self.parse)
+
+        parsed = 0
+
+        def parse(self, response: scrapy.http.Response) -> None:
+            Pages.parsed += 1
+
+    settings: dict[str, object] = {
+        "LOG_LEVEL": "ERROR",
+        "TELNETCONSOLE_ENABLED": False,
+        "CONCURRENT_REQUESTS": 16,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+        "ROBOTSTXT_OBEY": mode != "none",
+    }
+    if mode == "rfc9309":
+        settings["ADDONS"] = {"scrapy_rfc9309.Addon": 500}
+    process = CrawlerProcess(settings)
+    process.crawl(Pages)
+    start = time.perf_counter()
+    process.start()
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"seconds": elapsed, "pages": Pages.parsed}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--crawl", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+    if args.crawl:
+        crawl(args.crawl, args.base, args.pages)
+        return
+
+    port_file = Path("/tmp") / f"bench_crawl_port_{time.time_ns()}"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file)])
+    try:
+        while not port_file.exists() or not port_file.read_text():
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{port_file.read_text()}"
+        best: dict[str, float] = {}
+        for _ in range(args.rounds):
+            for mode in MODES:
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--crawl",
+                        mode,
+                        "--base",
+                        base,
+                        "--pages",
+                        str(args.pages),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                result = json.loads(out.stdout.strip().splitlines()[-1])
+                assert result["pages"] == args.pages, result
+                best[mode] = min(best.get(mode, float("inf")), result["seconds"])
+    finally:
+        server.terminate()
+        port_file.unlink(missing_ok=True)
+    print(f"{args.pages} pages, 16 concurrent requests, best of {args.rounds} rounds")
+    print(f"{'mode':<10} {'wall time (s)':>14} {'vs none':>8}")
+    for mode in MODES:
+        print(f"{mode:<10} {best[mode]:>14.2f} {best[mode] / best['none']:>7.3f}x")
+
+
+if __name__ == "__main__":
+    main()
