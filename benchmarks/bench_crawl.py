@@ -31,7 +31,7 @@ def serve(port_file: str) -> None:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = ROBOTS if self.path == "/robots.txt" else PAGE
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
