@@ -23,6 +23,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
+from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, outcome_for_status
 from ..robots.lexer import truncate
 from ..settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
@@ -122,10 +123,12 @@ class RobotsTxtMiddleware:
         self._waiters[authority] = []
         try:
             entry = await self._fetch(authority, cached)
-        finally:
-            waiting = self._waiters.pop(authority)
+        except Exception as exc:  # never leave the waiting requests hanging
+            for waiter in self._waiters.pop(authority):
+                waiter.errback(exc)
+            raise
         self._store(authority, entry)
-        for waiter in waiting:
+        for waiter in self._waiters.pop(authority):
             waiter.callback(entry)
         return entry
 
@@ -211,8 +214,6 @@ class RobotsTxtMiddleware:
         return robots
 
     async def _send_parsed(self, entry: RobotsEntry, response: Response) -> None:
-        from ..robotparser import RobotParser
-
         await self.crawler.signals.send_catch_log_async(
             signal=signals.robots_parsed,
             robotparser=RobotParser.from_robots(entry.robots),
