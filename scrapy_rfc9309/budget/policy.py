@@ -1,0 +1,279 @@
+"""Daily budget policy: the YAML/dict schema, domain resolution and the day.
+
+Schema (``config/domains.yaml``)::
+
+    default_policy:
+      max_requests_per_day: 200   # 0 = unlimited
+      max_pages_per_day: 100
+      qps: 0.2                    # optional: at most 0.2 requests/s (a 5 s delay)
+    allowlist:
+      - domain: wikipedia.org     # covers en.wikipedia.org too; they share counters
+        domain_category: trusted  # optional, informative
+        max_requests_per_day: 500
+        max_pages_per_day: 250
+        delay: 1.5                # optional: seconds between requests
+
+Errors name the source (file or setting), the line (YAML only) and the field.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+
+DEFAULT_MAX_REQUESTS = 200
+DEFAULT_MAX_PAGES = 100
+
+_LIMIT_KEYS = {"max_requests_per_day", "max_pages_per_day", "qps", "delay"}
+_ENTRY_KEYS = _LIMIT_KEYS | {"domain", "domain_category"}
+_TOP_KEYS = {"default_policy", "allowlist"}
+
+
+class PolicyError(ValueError):
+    """A malformed policy; the message names the file or setting, line and field."""
+
+
+@dataclass(frozen=True)
+class DomainLimits:
+    """The limits that apply to one host, and the counter they are kept under."""
+
+    key: str  # the domain whose counters are used: an allowlist entry or a registrable domain
+    max_requests_per_day: int  # 0 = unlimited
+    max_pages_per_day: int  # 0 = unlimited
+    delay: float | None = None  # seconds between requests, from ``delay`` or ``1 / qps``
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class _Limits:
+    max_requests_per_day: int
+    max_pages_per_day: int
+    delay: float | None
+    category: str | None = None
+
+
+class BudgetPolicy:
+    """Which limits apply to which host."""
+
+    def __init__(self, default: _Limits, entries: dict[str, _Limits]) -> None:
+        self.default = default
+        self.entries = entries
+
+    @classmethod
+    def defaults(cls) -> BudgetPolicy:
+        return cls(_Limits(DEFAULT_MAX_REQUESTS, DEFAULT_MAX_PAGES, None), {})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> BudgetPolicy:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyError(f"{source}: cannot read the policy file: {exc}") from None
+        try:
+            node = yaml.compose(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f", line {mark.line + 1}" if mark is not None else ""
+            raise PolicyError(f"{source}{where}: invalid YAML: {exc}") from None
+        lines: dict[tuple[Any, ...], int] = {}
+        data = _to_python(node, (), lines) if node is not None else {}
+        return cls.from_dict(data, source=source, lines=lines)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Any,
+        *,
+        source: str = "DOMAINBUDGET_POLICY",
+        lines: Mapping[tuple[Any, ...], int] | None = None,
+    ) -> BudgetPolicy:
+        check = _Checker(source, lines or {})
+        if not isinstance(data, Mapping):
+            check.fail((), "the policy must be a mapping with default_policy and allowlist")
+        check.known_keys(data, (), _TOP_KEYS)
+        default_data = data.get("default_policy") or {}
+        check.mapping(default_data, ("default_policy",))
+        check.known_keys(default_data, ("default_policy",), _LIMIT_KEYS)
+        default = check.limits(default_data, ("default_policy",), None)
+        entries: dict[str, _Limits] = {}
+        allowlist = data.get("allowlist") or []
+        if not isinstance(allowlist, list):
+            check.fail(("allowlist",), "must be a list of entries")
+        for index, entry in enumerate(allowlist):
+            path = ("allowlist", index)
+            check.mapping(entry, path)
+            check.known_keys(entry, path, _ENTRY_KEYS)
+            domain = entry.get("domain")
+            if not isinstance(domain, str) or not normalise_host(domain):
+                check.fail((*path, "domain"), "must be a domain name like 'example.com'")
+            category = entry.get("domain_category")
+            if category is not None and not isinstance(category, str):
+                check.fail((*path, "domain_category"), "must be a string")
+            entries[normalise_host(domain)] = check.limits(entry, path, default, category)
+        return cls(default, entries)
+
+    def limits_for(self, host: str) -> DomainLimits:
+        """The limits for *host*: the most specific allowlist entry covering it, else
+        the default policy counted per registrable domain (IPs and ``localhost`` per
+        host name)."""
+        host = normalise_host(host)
+        if not _is_ip_or_local(host):
+            labels = host.split(".")
+            for start in range(len(labels)):
+                candidate = ".".join(labels[start:])
+                limits = self.entries.get(candidate)
+                if limits is not None:
+                    return DomainLimits(candidate, **vars(limits))
+        return DomainLimits(registrable_domain(host), **vars(self.default))
+
+
+class _Checker:
+    """Validation with errors that name the source, line and field."""
+
+    def __init__(self, source: str, lines: Mapping[tuple[Any, ...], int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def fail(self, path: tuple[Any, ...], message: str) -> None:
+        # A missing field has no line: use the line of what should contain it.
+        line = (
+            next(
+                (
+                    self.lines[path[:end]]
+                    for end in range(len(path), -1, -1)
+                    if path[:end] in self.lines
+                ),
+                None,
+            )
+            if path
+            else None
+        )
+        where = f", line {line}" if line is not None else ""
+        field = ".".join(str(part) for part in path) or "(top level)"
+        raise PolicyError(f"{self.source}{where}: {field}: {message}")
+
+    def mapping(self, value: Any, path: tuple[Any, ...]) -> None:
+        if not isinstance(value, Mapping):
+            self.fail(path, "must be a mapping")
+
+    def known_keys(self, value: Mapping[str, Any], path: tuple[Any, ...], keys: set[str]) -> None:
+        for key in value:
+            if key not in keys:
+                self.fail((*path, key), f"unknown key (expected one of {', '.join(sorted(keys))})")
+
+    def limits(
+        self,
+        data: Mapping[str, Any],
+        path: tuple[Any, ...],
+        inherit: _Limits | None,
+        category: str | None = None,
+    ) -> _Limits:
+        def count(key: str, default: int) -> int:
+            value = data.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                self.fail(
+                    (*path, key), f"must be a whole number >= 0 (0 = unlimited), not {value!r}"
+                )
+            return int(value)
+
+        def positive(key: str, allow_zero: bool) -> float | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+                self.fail(
+                    (*path, key), f"must be a number {'>=' if allow_zero else '>'} 0, not {value!r}"
+                )
+            return float(value)
+
+        requests = count(
+            "max_requests_per_day",
+            inherit.max_requests_per_day if inherit else DEFAULT_MAX_REQUESTS,
+        )
+        pages = count(
+            "max_pages_per_day", inherit.max_pages_per_day if inherit else DEFAULT_MAX_PAGES
+        )
+        delay = positive("delay", allow_zero=True)
+        qps = positive("qps", allow_zero=False)
+        if delay is not None and qps is not None:
+            self.fail((*path, "qps"), "give either qps or delay, not both")
+        if qps is not None:
+            delay = 1 / qps
+        if delay is None and inherit is not None:
+            delay = inherit.delay
+        return _Limits(requests, pages, delay, category)
+
+
+def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
+    """Turn a composed YAML node into Python values, recording each path's line."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result = {}
+        for key_node, value_node in node.value:
+            key = yaml.safe_load(yaml.serialize(key_node))
+            field = (*path, key)
+            result[key] = _to_python(value_node, field, lines)
+            lines[field] = key_node.start_mark.line + 1  # a field's line is its key's
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, (*path, index), lines) for index, item in enumerate(node.value)]
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def normalise_host(host: str) -> str:
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("*."):
+        host = host[2:]
+    return host.lstrip(".").strip("[]")
+
+
+def _is_ip_or_local(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _extractor() -> Any:
+    import tldextract
+
+    # The public suffix list bundled with tldextract: no network fetch at run time.
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+@lru_cache(maxsize=65536)
+def registrable_domain(host: str) -> str:
+    """``en.wikipedia.org`` -> ``wikipedia.org``; ``a.b.co.uk`` -> ``b.co.uk``.
+    IP addresses, ``localhost`` and hosts without a registrable part stay as they are."""
+    host = normalise_host(host)
+    if _is_ip_or_local(host):
+        return host
+    return str(_extractor()(host).top_domain_under_public_suffix) or host
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA time zone *name*; a :class:`PolicyError` naming DOMAINBUDGET_TIMEZONE if unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise PolicyError(f"DOMAINBUDGET_TIMEZONE: unknown time zone {name!r}") from None
+
+
+def day_of(timestamp: float, tz: ZoneInfo) -> str:
+    """The calendar day (``YYYY-MM-DD``) of a Unix *timestamp* in *tz*."""
+    return datetime.fromtimestamp(timestamp, tz).date().isoformat()

@@ -1,0 +1,156 @@
+"""The budget policy: schema, errors naming file/line/field, domains, days (SPEC §3)."""
+
+import re
+import textwrap
+from datetime import datetime, timezone
+
+import pytest
+
+from scrapy_rfc9309.budget.policy import (
+    BudgetPolicy,
+    PolicyError,
+    day_of,
+    registrable_domain,
+    zone,
+)
+
+SEED_POLICY = """\
+default_policy:
+  qps: 0.2
+  max_requests_per_day: 200
+  max_pages_per_day: 100
+
+allowlist:
+  - domain: "wikipedia.org"
+    domain_category: "trusted"
+    max_requests_per_day: 500
+    max_pages_per_day: 250
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "domains.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_seed_policy_file(tmp_path):
+    policy = BudgetPolicy.from_file(write(tmp_path, SEED_POLICY))
+    wiki = policy.limits_for("en.wikipedia.org")
+    assert (wiki.key, wiki.max_requests_per_day, wiki.max_pages_per_day) == (
+        "wikipedia.org",
+        500,
+        250,
+    )
+    assert wiki.category == "trusted"
+    assert wiki.delay == 5.0, "inherits the default qps 0.2 -> 5 s"
+    other = policy.limits_for("www.example.co.uk")
+    assert (other.key, other.max_requests_per_day, other.max_pages_per_day) == (
+        "example.co.uk",
+        200,
+        100,
+    )
+
+
+def test_inline_dict_is_the_same_structure():
+    policy = BudgetPolicy.from_dict(
+        {
+            "default_policy": {"max_requests_per_day": 10, "max_pages_per_day": 0},
+            "allowlist": [{"domain": "example.com", "delay": 2}],
+        }
+    )
+    limits = policy.limits_for("shop.example.com")
+    assert (limits.key, limits.max_requests_per_day, limits.max_pages_per_day, limits.delay) == (
+        "example.com",
+        10,
+        0,
+        2.0,
+    )
+
+
+def test_defaults_without_a_policy_are_200_requests_and_100_pages():
+    limits = BudgetPolicy.defaults().limits_for("a.example.org")
+    assert (limits.max_requests_per_day, limits.max_pages_per_day, limits.delay) == (200, 100, None)
+
+
+def test_most_specific_entry_wins():
+    policy = BudgetPolicy.from_dict(
+        {
+            "allowlist": [
+                {"domain": "wikipedia.org", "max_pages_per_day": 5},
+                {"domain": "en.wikipedia.org", "max_pages_per_day": 7},
+            ]
+        }
+    )
+    assert policy.limits_for("fr.wikipedia.org").max_pages_per_day == 5
+    assert policy.limits_for("a.en.wikipedia.org").key == "en.wikipedia.org"
+    assert policy.limits_for("notwikipedia.org").key == "notwikipedia.org"
+
+
+@pytest.mark.parametrize(
+    ("host", "key"),
+    [
+        ("en.wikipedia.org", "wikipedia.org"),
+        ("a.b.example.co.uk", "example.co.uk"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "::1"),
+        ("[::1]", "::1"),
+        ("localhost", "localhost"),
+        ("WWW.Example.COM.", "example.com"),
+        ("co.uk", "co.uk"),
+    ],
+)
+def test_unlisted_hosts_are_counted_per_registrable_domain_offline(host, key):
+    assert registrable_domain(host) == key
+    assert BudgetPolicy.defaults().limits_for(host).key == key
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ("default_policy:\n  max_pages_per_dai: 3\n", 2, "default_policy.max_pages_per_dai"),
+        ("default_policy:\n  max_pages_per_day: -1\n", 2, "default_policy.max_pages_per_day"),
+        ("default_policy:\n  max_pages_per_day: many\n", 2, "default_policy.max_pages_per_day"),
+        ("default_policy:\n  qps: 0\n", 2, "default_policy.qps"),
+        ("allowlist:\n  - domain: a.com\n    delay: -2\n", 3, "allowlist.0.delay"),
+        ("allowlist:\n  - max_pages_per_day: 3\n", 2, "allowlist.0.domain"),
+        ("allowlist:\n  - domain: a.com\n    colour: red\n", 3, "allowlist.0.colour"),
+        ("allowlist: wikipedia.org\n", 1, "allowlist"),
+        ("budget: 3\n", 1, "budget"),
+    ],
+)
+def test_malformed_policy_file_names_file_line_and_field(tmp_path, text, line, field):
+    path = write(tmp_path, text)
+    with pytest.raises(PolicyError) as error:
+        BudgetPolicy.from_file(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}, line {line}: {field}:"), message
+
+
+def test_bad_yaml_names_file_and_line(tmp_path):
+    path = write(tmp_path, "default_policy:\n  max_pages_per_day: [1\n")
+    with pytest.raises(PolicyError, match=rf"^{re.escape(str(path))}, line \d+: invalid YAML"):
+        BudgetPolicy.from_file(path)
+
+
+def test_missing_file_names_it(tmp_path):
+    with pytest.raises(PolicyError, match=r"nope\.yaml: cannot read"):
+        BudgetPolicy.from_file(tmp_path / "nope.yaml")
+
+
+def test_malformed_inline_policy_names_the_setting_and_field():
+    with pytest.raises(
+        PolicyError, match=r"^DOMAINBUDGET_POLICY: default_policy.max_requests_per_day:"
+    ):
+        BudgetPolicy.from_dict({"default_policy": {"max_requests_per_day": 1.5}})
+    with pytest.raises(PolicyError, match=r"^DOMAINBUDGET_POLICY: \(top level\)"):
+        BudgetPolicy.from_dict(["not", "a", "mapping"])
+
+
+def test_day_is_the_calendar_day_in_the_time_zone():
+    moment = datetime(2026, 11, 22, 23, 30, tzinfo=timezone.utc).timestamp()
+    assert day_of(moment, zone("UTC")) == "2026-11-22"
+    assert day_of(moment, zone("Asia/Tokyo")) == "2026-11-23"
+    assert day_of(moment, zone("America/Los_Angeles")) == "2026-11-22"
+    with pytest.raises(PolicyError, match="DOMAINBUDGET_TIMEZONE"):
+        zone("Mars/Olympus_Mons")
