@@ -1,0 +1,52 @@
+"""Start a real redis-server on a free loopback port for the tests."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+from tests.server import closed_port
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError(
+                "redis-server is not installed: the Redis storage tests need it "
+                "(e.g. apt-get install redis-server)"
+            )
+        self.port = closed_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+        client.close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)

@@ -1,0 +1,155 @@
+"""One contract, three storages: memory, SQLite on a real file, Redis on a real server."""
+
+import multiprocessing
+import threading
+import uuid
+
+import pytest
+
+from scrapy_rfc9309.budget.storage import (
+    MemoryStorage,
+    RedisStorage,
+    Reservation,
+    SQLiteStorage,
+    StorageError,
+)
+
+DAY = "2026-11-22"
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def storage(request, tmp_path):
+    if request.param == "memory":
+        store = MemoryStorage()
+    elif request.param == "sqlite":
+        store = SQLiteStorage(tmp_path / "budget.sqlite")
+    else:
+        server = request.getfixturevalue("redis_server")
+        store = RedisStorage(server.url, prefix=f"test-{uuid.uuid4().hex}")
+    yield store
+    store.close()
+
+
+def test_reserve_counts_requests_and_pages_until_a_limit(storage):
+    results = [storage.reserve("a.com", DAY, max_requests=3, max_pages=0) for _ in range(5)]
+    assert results == [Reservation.GRANTED] * 3 + [Reservation.REQUESTS_EXHAUSTED] * 2
+    assert storage.usage(DAY) == {"a.com": (3, 3)}
+
+
+def test_page_limit(storage):
+    results = [storage.reserve("a.com", DAY, max_requests=10, max_pages=2) for _ in range(3)]
+    assert results[-1] is Reservation.PAGES_EXHAUSTED
+    storage.release_page("a.com", DAY)  # a reserved page turned out not to be one
+    assert storage.reserve("a.com", DAY, 10, 2) is Reservation.GRANTED
+    assert storage.usage(DAY) == {"a.com": (3, 2)}
+
+
+def test_zero_means_unlimited(storage):
+    assert all(storage.reserve("a.com", DAY, 0, 0) is Reservation.GRANTED for _ in range(50))
+
+
+def test_count_request_is_never_refused_and_counts(storage):
+    storage.reserve("a.com", DAY, 1, 0)
+    storage.count_request("a.com", DAY)
+    assert storage.usage(DAY) == {"a.com": (2, 1)}
+    assert storage.reserve("a.com", DAY, 1, 0) is Reservation.REQUESTS_EXHAUSTED
+
+
+def test_domains_and_days_are_independent(storage):
+    storage.reserve("a.com", DAY, 1, 0)
+    assert storage.reserve("b.com", DAY, 1, 0) is Reservation.GRANTED
+    assert storage.reserve("a.com", "2026-11-23", 1, 0) is Reservation.GRANTED
+    assert storage.usage(DAY) == {"a.com": (1, 1), "b.com": (1, 1)}
+
+
+def test_release_never_goes_below_zero(storage):
+    storage.count_request("a.com", DAY)
+    storage.release_page("a.com", DAY)
+    storage.release_page("b.com", DAY)
+    assert storage.usage(DAY)["a.com"] == (1, 0)
+
+
+def test_reset(storage):
+    storage.reserve("a.com", DAY, 1, 0)
+    storage.reset("a.com", DAY)
+    assert storage.usage(DAY) == {}
+    assert storage.reserve("a.com", DAY, 1, 0) is Reservation.GRANTED
+
+
+def test_threads_never_overshoot(storage):
+    granted = []
+
+    def worker():
+        for _ in range(40):
+            granted.append(storage.reserve("a.com", DAY, 100, 0))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert granted.count(Reservation.GRANTED) == 100
+    assert storage.usage(DAY) == {"a.com": (100, 100)}
+
+
+def _process_worker(kind, where, prefix):
+    store = SQLiteStorage(where) if kind == "sqlite" else RedisStorage(where, prefix=prefix)
+    granted = []
+
+    def worker():
+        for _ in range(25):
+            granted.append(store.reserve("a.com", DAY, 100, 0) is Reservation.GRANTED)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    return sum(granted)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_8_processes_x_8_threads_against_a_limit_of_100_grant_exactly_100(kind, tmp_path, request):
+    if kind == "sqlite":
+        where, prefix = str(tmp_path / "shared.sqlite"), ""
+        SQLiteStorage(where).close()  # create the schema once
+    else:
+        where, prefix = request.getfixturevalue("redis_server").url, f"mp-{uuid.uuid4().hex}"
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        granted = pool.starmap(_process_worker, [(kind, where, prefix)] * 8)
+    assert sum(granted) == 100  # 1,600 attempts
+    store = SQLiteStorage(where) if kind == "sqlite" else RedisStorage(where, prefix=prefix)
+    assert store.usage(DAY) == {"a.com": (100, 100)}
+    store.close()
+
+
+def test_sqlite_persists_across_instances(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    first = SQLiteStorage(path)
+    first.reserve("a.com", DAY, 0, 0)
+    first.close()
+    assert SQLiteStorage(path).usage(DAY) == {"a.com": (1, 1)}
+
+
+def test_sqlite_errors_are_wrapped(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(StorageError, match="SQLite budget storage"):
+        SQLiteStorage(blocker / "budget.sqlite")
+
+
+def test_redis_errors_are_wrapped():
+    from tests.server import closed_port
+
+    store = RedisStorage(f"redis://127.0.0.1:{closed_port()}/0", timeout=0.5)
+    with pytest.raises(StorageError, match="Redis budget storage"):
+        store.reserve("a.com", DAY, 1, 1)
+
+
+def test_redis_keys_expire_after_a_few_days(redis_server):
+    store = RedisStorage(redis_server.url, prefix=f"ttl-{uuid.uuid4().hex}", ttl_days=3)
+    store.reserve("a.com", DAY, 0, 0)
+    ttl = store.client.ttl(store._key(DAY, "a.com"))
+    assert 3 * 86400 - 10 < ttl <= 3 * 86400
+    store.close()
