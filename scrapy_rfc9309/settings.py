@@ -36,7 +36,7 @@ def number(
     return result
 
 
-def choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
+def choice(settings: Any, name: str, choices: tuple[str, ...]) -> str:
     value = settings.get(name)
     if value not in choices:
         raise SettingError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")

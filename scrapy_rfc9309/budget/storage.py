@@ -33,6 +33,11 @@ Usage = dict[str, tuple[int, int]]  # domain key -> (requests, pages)
 
 
 class BudgetStorage(ABC):
+    @classmethod
+    def from_settings(cls, settings: Any) -> BudgetStorage:
+        """Build from settings (anything with ``get(name)``); backends with options override."""
+        return cls()
+
     @abstractmethod
     def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
         """Atomically: if ``requests < max_requests`` and ``pages < max_pages``
@@ -117,6 +122,10 @@ class SQLiteStorage(BudgetStorage):
         " WHERE (:max_requests = 0 OR requests < :max_requests)"
         " AND (:max_pages = 0 OR pages < :max_pages)"
     )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SQLiteStorage:
+        return cls(settings.get("DOMAINBUDGET_SQLITE_PATH"))
 
     def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
         self.path = Path(path)
@@ -220,6 +229,10 @@ class RedisStorage(BudgetStorage):
     return 0
     """
     _RESULTS = (Reservation.GRANTED, Reservation.REQUESTS_EXHAUSTED, Reservation.PAGES_EXHAUSTED)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RedisStorage:
+        return cls(settings.get("DOMAINBUDGET_REDIS_URL"))
 
     def __init__(
         self, url: str, prefix: str = "domainbudget", ttl_days: int = 3, timeout: float = 5.0

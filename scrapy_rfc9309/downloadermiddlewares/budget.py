@@ -1,0 +1,210 @@
+"""Downloader middleware: per-domain daily request and page budgets.
+
+A request reserves one request and one page of its domain's budget before it is
+sent (atomically, in the storage), so concurrent requests never overshoot a limit;
+the page is given back when the response is not a 2xx.  Place it after Scrapy's
+HTTP cache (the add-on uses 950) so that cache hits cost nothing; retries and
+redirect hops pass through it again and are counted.  Storage calls run in the
+reactor's thread pool: a slow disk or Redis never blocks the crawl.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
+from scrapy.utils.project import data_path
+from twisted.internet.threads import deferToThread
+
+from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
+from ..budget.storage import BudgetStorage, Reservation, StorageError
+from ..settings import choice
+from .robotstxt import META_ROBOTS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+#: Request.meta key holding (domain key, day) of a granted reservation.
+META_RESERVED = "domainbudget_reserved"
+
+BUDGET_DEFAULTS: dict[str, Any] = {
+    "DOMAINBUDGET_ENABLED": False,
+    "DOMAINBUDGET_POLICY_FILE": None,
+    "DOMAINBUDGET_POLICY": None,
+    "DOMAINBUDGET_TIMEZONE": "UTC",
+    "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.SQLiteStorage",
+    "DOMAINBUDGET_SQLITE_PATH": None,  # None: .scrapy/domainbudget.sqlite in the project
+    "DOMAINBUDGET_REDIS_URL": "redis://localhost:6379/0",
+    "DOMAINBUDGET_ON_STORAGE_ERROR": "allow",
+}
+
+
+def load_policy(settings: BaseSettings) -> BudgetPolicy:
+    """The policy from DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, else the defaults."""
+    path = settings.get("DOMAINBUDGET_POLICY_FILE")
+    inline = settings.get("DOMAINBUDGET_POLICY")
+    if path and inline:
+        raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
+    if path:
+        return BudgetPolicy.from_file(path)
+    if inline is not None:
+        data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
+        return BudgetPolicy.from_dict(data)
+    return BudgetPolicy.defaults()
+
+
+class _StorageSettings:
+    """The settings a storage reads, with this package's defaults filled in."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self._settings = settings
+
+    def get(self, name: str) -> Any:
+        value = self._settings.get(name)
+        if value is None and name == "DOMAINBUDGET_SQLITE_PATH":
+            return data_path("domainbudget.sqlite", createdir=True)
+        return value if value is not None else BUDGET_DEFAULTS.get(name)
+
+
+def build_storage(settings: BaseSettings) -> BudgetStorage:
+    storage_cls = load_object(
+        settings.get("DOMAINBUDGET_STORAGE") or BUDGET_DEFAULTS["DOMAINBUDGET_STORAGE"]
+    )
+    return storage_cls.from_settings(_StorageSettings(settings))  # type: ignore[no-any-return]
+
+
+class DomainBudgetMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("DOMAINBUDGET_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.policy = load_policy(settings)
+        self.tz = zone(settings.get("DOMAINBUDGET_TIMEZONE") or "UTC")
+        self.fail_closed = (
+            choice(_StorageSettings(settings), "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
+            == "deny"
+        )
+        self.storage = build_storage(settings)
+        self.clock: Callable[[], float] = time.time
+        self._announced: set[tuple[str, str]] = set()
+        self._storage_failed = False
+        self._touched: dict[str, DomainLimits] = {}
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def _run(self, func: Callable[..., Any], *args: Any) -> Any:
+        return await maybe_deferred_to_future(deferToThread(func, *args))
+
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        host = urlparse_cached(request).hostname
+        if not host:
+            return
+        limits = self.policy.limits_for(host)
+        day = day_of(self.clock(), self.tz)
+        self._touched[limits.key] = limits
+        try:
+            if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
+                await self._run(self.storage.count_request, limits.key, day)
+                self.stats.inc_value("domainbudget/robots_counted")
+                return
+            result = await self._run(
+                self.storage.reserve,
+                limits.key,
+                day,
+                limits.max_requests_per_day,
+                limits.max_pages_per_day,
+            )
+        except StorageError as exc:
+            self._on_storage_error(exc)
+            return
+        if result is Reservation.GRANTED:
+            request.meta[META_RESERVED] = (limits.key, day)
+            self.stats.inc_value("domainbudget/granted")
+            return
+        self.stats.inc_value("domainbudget/dropped")
+        self.stats.inc_value(f"domainbudget/dropped/{result.value}")
+        if (limits.key, day) not in self._announced:
+            self._announced.add((limits.key, day))
+            limit = getattr(limits, result.value)
+            logger.info(
+                "Daily budget of %s reached (%s = %s on %s): dropping its requests",
+                limits.key,
+                result.value,
+                limit,
+                day,
+            )
+        raise IgnoreRequest(f"Daily budget of {limits.key} reached ({result.value})")
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        if not 200 <= response.status < 300:
+            await self._release(request)
+        return response
+
+    async def process_exception(
+        self, request: Request, exception: Exception, spider: Any = None
+    ) -> None:
+        await self._release(request)
+
+    async def _release(self, request: Request) -> None:
+        """The reserved page was not a page: give it back."""
+        reserved = request.meta.pop(META_RESERVED, None)
+        if reserved is None:
+            return
+        try:
+            await self._run(self.storage.release_page, *reserved)
+            self.stats.inc_value("domainbudget/pages_released")
+        except StorageError as exc:
+            self._on_storage_error(exc, deny=False)
+
+    def _on_storage_error(self, exc: StorageError, deny: bool | None = None) -> None:
+        self.stats.inc_value("domainbudget/storage_error")
+        deny = self.fail_closed if deny is None else deny
+        if not self._storage_failed:
+            self._storage_failed = True
+            logger.error(
+                "Budget storage failed (%s); %s (DOMAINBUDGET_ON_STORAGE_ERROR)",
+                exc,
+                "dropping requests" if deny else "letting requests through",
+            )
+        if deny:
+            raise IgnoreRequest(f"Budget storage failed: {exc}")
+
+    async def _spider_closed(self, spider: Any = None) -> None:
+        day = day_of(self.clock(), self.tz)
+        try:
+            usage = await self._run(self.storage.usage, day)
+        except StorageError as exc:
+            logger.error("Budget storage failed at close: %s", exc)
+            usage = {}
+        for key, limits in sorted(self._touched.items()):
+            requests, pages = usage.get(key, (0, 0))
+            logger.info(
+                "Daily budget of %s on %s: %s/%s requests, %s/%s pages",
+                key,
+                day,
+                requests,
+                limits.max_requests_per_day or "unlimited",
+                pages,
+                limits.max_pages_per_day or "unlimited",
+            )
+        await self._run(self.storage.close)

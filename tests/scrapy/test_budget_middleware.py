@@ -1,0 +1,111 @@
+"""The budget middleware in real crawls (SPEC §3): what the server received."""
+
+import pytest
+import pytest_twisted
+
+from scrapy_rfc9309.budget.policy import PolicyError
+from tests.crawl import crawl
+
+BUDGET = {
+    "DOMAINBUDGET_ENABLED": True,
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        "scrapy_rfc9309.DomainBudgetMiddleware": 950,
+    },
+}
+
+
+def policy(pages=0, requests=0):
+    return {"default_policy": {"max_requests_per_day": requests, "max_pages_per_day": pages}}
+
+
+def page_paths(site):
+    return [p for p in site.paths() if p.startswith("/p/")]
+
+
+@pytest.fixture
+def db(tmp_path):
+    return str(tmp_path / "budget.sqlite")
+
+
+@pytest_twisted.ensureDeferred
+async def test_page_budget_of_10_on_50_pages_then_nothing_the_same_day(site, db):
+    urls = [f"{site.url}/p/{i}" for i in range(50)]
+    crawler = await crawl(
+        urls, DOMAINBUDGET_POLICY=policy(pages=10), DOMAINBUDGET_SQLITE_PATH=db, **BUDGET
+    )
+    assert len(page_paths(site)) == 10  # 16 in flight, still never more than 10
+    assert crawler.stats.get_value("domainbudget/dropped/max_pages_per_day") == 40
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    site.hits.clear()
+    await crawl(urls, DOMAINBUDGET_POLICY=policy(pages=10), DOMAINBUDGET_SQLITE_PATH=db, **BUDGET)
+    assert page_paths(site) == []  # the same day, across a restart
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_sister_domain_has_its_own_budget(site, db):
+    # 127.0.0.1 and localhost are counted apart (IPs and localhost per host name).
+    local = site.url.replace("127.0.0.1", "localhost")
+    urls = [f"{site.url}/p/{i}" for i in range(5)] + [f"{local}/p/{i}" for i in range(5)]
+    await crawl(urls, DOMAINBUDGET_POLICY=policy(pages=3), DOMAINBUDGET_SQLITE_PATH=db, **BUDGET)
+    assert len(page_paths(site)) == 6
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_is_counted_but_never_refused(site, db):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(
+        [f"{site.url}/p/{i}" for i in range(3)],
+        DOMAINBUDGET_POLICY=policy(requests=2),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        **BUDGET,
+    )
+    # robots.txt counts as a request but is sent even so; 1 page fits in what is left.
+    assert site.count("/robots.txt") == 1
+    assert len(page_paths(site)) == 1
+    assert crawler.stats.get_value("domainbudget/robots_counted") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_non_2xx_response_gives_its_page_back(site, db):
+    for i in range(3):
+        site.route(f"/p/missing{i}", status=404)
+    urls = [f"{site.url}/p/missing{i}" for i in range(3)] + [f"{site.url}/p/{i}" for i in range(5)]
+    crawler = await crawl(
+        urls,
+        DOMAINBUDGET_POLICY=policy(pages=2),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        CONCURRENT_REQUESTS=1,
+        **BUDGET,
+    )
+    ok_pages = [p for p in page_paths(site) if "missing" not in p]
+    assert len(ok_pages) == 2
+    assert crawler.stats.get_value("domainbudget/pages_released") == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_storage_errors_fail_open_by_default_and_closed_on_request(site, tmp_path):
+    from tests.server import closed_port
+
+    redis = {
+        "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
+        "DOMAINBUDGET_REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0",
+    }
+    crawler = await crawl([f"{site.url}/p/1"], **redis, **BUDGET)
+    assert page_paths(site) == ["/p/1"]
+    assert crawler.stats.get_value("domainbudget/storage_error") >= 1
+    site.hits.clear()
+    await crawl([f"{site.url}/p/2"], DOMAINBUDGET_ON_STORAGE_ERROR="deny", **redis, **BUDGET)
+    assert page_paths(site) == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_malformed_policy_stops_the_crawl_at_start_up(site, tmp_path):
+    path = tmp_path / "domains.yaml"
+    path.write_text("default_policy:\n  max_pages_per_day: -5\n")
+    with pytest.raises(
+        PolicyError, match=r"domains\.yaml, line 2: default_policy\.max_pages_per_day"
+    ):
+        await crawl([f"{site.url}/p/1"], DOMAINBUDGET_POLICY_FILE=str(path), **BUDGET)
+    assert site.paths() == []
