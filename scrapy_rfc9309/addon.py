@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
+from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 #: Where the add-on puts the components, unless the user placed them already.
 #: The robots middleware takes the built-in one's place, after OffsiteMiddleware (50).
 ROBOTS_ORDER = 100
+#: After HttpCacheMiddleware (900): cache hits never reach it and cost no budget.
+BUDGET_ORDER = 950
 
 
 class Addon:
@@ -24,3 +27,5 @@ class Addon:
         name = "DOWNLOADER_MIDDLEWARES"
         settings.set_in_component_priority_dict(name, BuiltinRobotsTxtMiddleware, None)
         settings.setdefault_in_component_priority_dict(name, RobotsTxtMiddleware, ROBOTS_ORDER)
+        # Active only with DOMAINBUDGET_ENABLED = True.
+        settings.setdefault_in_component_priority_dict(name, DomainBudgetMiddleware, BUDGET_ORDER)

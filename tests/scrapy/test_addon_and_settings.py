@@ -29,6 +29,15 @@ def test_addon_replaces_the_builtin_middleware():
     assert order_of(components, RobotsTxtMiddleware) == 100
 
 
+def test_addon_places_the_budget_middleware_after_the_http_cache():
+    from scrapy.downloadermiddlewares.httpcache import HttpCacheMiddleware
+
+    from scrapy_rfc9309 import DomainBudgetMiddleware
+
+    components = addon_settings()
+    assert order_of(components, DomainBudgetMiddleware) > order_of(components, HttpCacheMiddleware)
+
+
 def test_addon_keeps_an_order_the_user_set():
     components = addon_settings(DOWNLOADER_MIDDLEWARES={"scrapy_rfc9309.RobotsTxtMiddleware": 123})
     assert order_of(components, RobotsTxtMiddleware) == 123

@@ -109,3 +109,27 @@ async def test_a_malformed_policy_stops_the_crawl_at_start_up(site, tmp_path):
     ):
         await crawl([f"{site.url}/p/1"], DOMAINBUDGET_POLICY_FILE=str(path), **BUDGET)
     assert site.paths() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_counters_start_from_zero_when_the_day_changes_mid_crawl(site, db, monkeypatch):
+    from tests.crawl import ChainSpider
+
+    now = [1_763_800_000.0]  # a fixed instant; the clock is the one thing mocked
+    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.budget.now", lambda: now[0])
+    steps = iter([0, 0, 86400, 0, 0])
+
+    def between(response):
+        now[0] += next(steps)
+
+    urls = [f"{site.url}/p/{i}" for i in range(6)]
+    await crawl(
+        urls,
+        spider=ChainSpider,
+        DOMAINBUDGET_POLICY=policy(pages=2),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        spider_kwargs={"between": between},
+        **BUDGET,
+    )
+    # Day 1: /p/0 and /p/1, /p/2 dropped; the day changes; day 2: /p/3 and /p/4, /p/5 dropped.
+    assert page_paths(site) == ["/p/0", "/p/1", "/p/3", "/p/4"]
