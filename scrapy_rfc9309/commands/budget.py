@@ -1,0 +1,67 @@
+"""``scrapy budget``: today's per-domain usage against its limits; ``--reset DOMAIN``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from ..budget.policy import PolicyError, day_of, zone
+from ..budget.storage import StorageError
+from ..downloadermiddlewares.budget import build_storage, load_policy, now
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[--day YYYY-MM-DD] [--reset DOMAIN]"
+
+    def short_desc(self) -> str:
+        return "Show the daily request/page budgets used per domain, or reset a domain"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--day", help="the day to show (default: today in DOMAINBUDGET_TIMEZONE)"
+        )
+        parser.add_argument(
+            "--reset", metavar="DOMAIN", help="forget DOMAIN's counters for the day"
+        )
+
+    def run(self, args: list[str], opts: Any) -> None:
+        if args:
+            raise UsageError("scrapy budget takes no positional arguments")
+        assert self.settings is not None
+        try:
+            policy = load_policy(self.settings)
+            day = opts.day or day_of(
+                now(), zone(self.settings.get("DOMAINBUDGET_TIMEZONE") or "UTC")
+            )
+            storage = build_storage(self.settings)
+            try:
+                if opts.reset:
+                    key = policy.limits_for(opts.reset).key
+                    storage.reset(key, day)
+                    print(f"Reset the budget of {key} for {day}.")
+                    return
+                usage = storage.usage(day)
+            finally:
+                storage.close()
+        except (PolicyError, StorageError) as exc:
+            print(f"error: {exc}")
+            self.exitcode = 2
+            return
+        print(f"Daily budgets on {day}")
+        if not usage:
+            print("  (nothing recorded)")
+        for key, (requests, pages) in usage.items():
+            limits = policy.limits_for(key)
+            max_requests = limits.max_requests_per_day or "unlimited"
+            max_pages = limits.max_pages_per_day or "unlimited"
+            print(
+                f"  {key:<40} requests {requests:>6} / {max_requests:<9} pages {pages:>6} / {max_pages}"
+            )

@@ -1,0 +1,47 @@
+"""``scrapy budget``, run as a user runs it (a subprocess), on a real SQLite file."""
+
+import subprocess
+import sys
+
+from scrapy_rfc9309.budget.storage import SQLiteStorage
+
+DAY = "2026-11-22"
+
+
+def scrapy(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args], capture_output=True, text=True, cwd=cwd, timeout=60
+    )
+
+
+def test_scrapy_cli_loads_every_command_of_the_package(tmp_path):
+    result = scrapy("-h", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "budget" in result.stdout
+
+
+def test_budget_shows_usage_and_resets_a_domain(tmp_path):
+    db = tmp_path / "budget.sqlite"
+    store = SQLiteStorage(db)
+    for _ in range(3):
+        store.reserve("wikipedia.org", DAY, 0, 0)
+    store.release_page("wikipedia.org", DAY)
+    store.close()
+    common = ["-s", f"DOMAINBUDGET_SQLITE_PATH={db}", "--day", DAY]
+
+    shown = scrapy("budget", *common, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if "wikipedia.org" in line)
+    assert line.split() == ["wikipedia.org", "requests", "3", "/", "200", "pages", "2", "/", "100"]
+
+    reset = scrapy("budget", *common, "--reset", "en.wikipedia.org", cwd=tmp_path)
+    assert "Reset the budget of wikipedia.org" in reset.stdout
+    assert "(nothing recorded)" in scrapy("budget", *common, cwd=tmp_path).stdout
+
+
+def test_budget_reports_a_bad_policy_with_exit_status_2(tmp_path):
+    policy = tmp_path / "domains.yaml"
+    policy.write_text("default_policy:\n  max_pages_per_day: lots\n")
+    result = scrapy("budget", "-s", f"DOMAINBUDGET_POLICY_FILE={policy}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "line 2: default_policy.max_pages_per_day" in result.stdout
