@@ -62,6 +62,5 @@ class Command(ScrapyCommand):
             limits = policy.limits_for(key)
             max_requests = limits.max_requests_per_day or "unlimited"
             max_pages = limits.max_pages_per_day or "unlimited"
-            print(
-                f"  {key:<40} requests {requests:>6} / {max_requests:<9} pages {pages:>6} / {max_pages}"
-            )
+            used_requests = f"requests {requests:>6} / {max_requests:<9}"
+            print(f"  {key:<40} {used_requests} pages {pages:>6} / {max_pages}")
