@@ -1,9 +1,9 @@
-# Two commands for a new user: `make demo` and `make test`.
+# `make test` creates .venv, installs the package with its test extras and runs the suite.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo bench lint clean
+.PHONY: test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,6 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-
-demo: $(VENV)/.installed
-	cd example_project && ../$(BIN)/scrapy crawl demo
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_core.py
