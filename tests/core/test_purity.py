@@ -15,3 +15,10 @@ def test_core_imports_no_scrapy_or_twisted():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_every_public_name_imports():
+    import scrapy_rfc9309
+
+    for name in scrapy_rfc9309.__all__:
+        assert getattr(scrapy_rfc9309, name) is not None, name
