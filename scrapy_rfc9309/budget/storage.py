@@ -148,6 +148,9 @@ class SQLiteStorage(BudgetStorage):
             connection = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
+            # In WAL mode NORMAL survives a crashed or killed process (only a power
+            # loss can lose the last commits) and is ~6x faster than FULL.
+            connection.execute("PRAGMA synchronous=NORMAL")
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)

@@ -1,0 +1,31 @@
+"""Run one crawl in this process: ``python -m tests.budget.crawl_process SETTINGS_JSON URL...``.
+
+Used by tests that need a crawler they can kill, or several crawler processes."""
+
+import json
+import sys
+
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+
+class Pages(scrapy.Spider):
+    name = "pages"
+
+    async def start(self):
+        for url in self.urls:
+            yield scrapy.Request(url, dont_filter=True)
+
+    def parse(self, response):
+        pass
+
+
+def main() -> None:
+    settings = json.loads(sys.argv[1])
+    process = CrawlerProcess({"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **settings})
+    process.crawl(Pages, urls=sys.argv[2:])
+    process.start()
+
+
+if __name__ == "__main__":
+    main()
