@@ -24,7 +24,33 @@ from pathlib import Path
 
 ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private/ok\n"
 PAGE = b"<html><body>" + b"<p>text</p>" * 50 + b"</body></html>"
-MODES = ("none", "builtin", "rfc9309")
+ROBOTS_MODES = ("none", "builtin", "rfc9309")
+BUDGET_MODES = ("none", "budget-sqlite", "budget-redis")
+
+
+def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
+    """What each mode adds to the crawl's settings."""
+    budget = {
+        "DOMAINBUDGET_ENABLED": True,
+        "DOMAINBUDGET_POLICY": {
+            "default_policy": {"max_requests_per_day": 0, "max_pages_per_day": 0}
+        },
+        "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.DomainBudgetMiddleware": 950},
+    }
+    return {
+        "none": {"ROBOTSTXT_OBEY": False},
+        "builtin": {"ROBOTSTXT_OBEY": True},
+        "rfc9309": {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}},
+        "budget-sqlite": {
+            **budget,
+            "DOMAINBUDGET_SQLITE_PATH": f"{workdir}/budget-{time.time_ns()}.sqlite",
+        },
+        "budget-redis": {
+            **budget,
+            "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
+            "DOMAINBUDGET_REDIS_URL": redis_url,
+        },
+    }[mode]
 
 
 def serve(port_file: str) -> None:
@@ -46,7 +72,7 @@ def serve(port_file: str) -> None:
     server.serve_forever()
 
 
-def crawl(mode: str, base: str, pages: int) -> None:
+def crawl(extra: dict[str, object], base: str, pages: int) -> None:
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -67,10 +93,8 @@ def crawl(mode: str, base: str, pages: int) -> None:
         "TELNETCONSOLE_ENABLED": False,
         "CONCURRENT_REQUESTS": 16,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
-        "ROBOTSTXT_OBEY": mode != "none",
+        **extra,
     }
-    if mode == "rfc9309":
-        settings["ADDONS"] = {"scrapy_rfc9309.Addon": 500}
     process = CrawlerProcess(settings)
     process.crawl(Pages)
     start = time.perf_counter()
@@ -79,21 +103,10 @@ def crawl(mode: str, base: str, pages: int) -> None:
     print(json.dumps({"seconds": elapsed, "pages": Pages.parsed}))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--crawl", choices=MODES, help=argparse.SUPPRESS)
-    parser.add_argument("--base", help=argparse.SUPPRESS)
-    parser.add_argument("--serve", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.serve:
-        serve(args.serve)
-        return
-    if args.crawl:
-        crawl(args.crawl, args.base, args.pages)
-        return
-
+def compare(
+    modes: tuple[str, ...], pages: int, rounds: int, redis_url: str = ""
+) -> dict[str, float]:
+    """Best wall time of each mode, crawling *pages* pages in a fresh process each time."""
     port_file = Path("/tmp") / f"bench_crawl_port_{time.time_ns()}"
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file)])
     try:
@@ -101,33 +114,54 @@ def main() -> None:
             time.sleep(0.05)
         base = f"http://127.0.0.1:{port_file.read_text()}"
         best: dict[str, float] = {}
-        for _ in range(args.rounds):
-            for mode in MODES:
+        for _ in range(rounds):
+            for mode in modes:
+                extra = json.dumps(mode_settings(mode, "/tmp", redis_url))
                 out = subprocess.run(
                     [
                         sys.executable,
                         __file__,
                         "--crawl",
-                        mode,
+                        extra,
                         "--base",
                         base,
                         "--pages",
-                        str(args.pages),
+                        str(pages),
                     ],
                     capture_output=True,
                     text=True,
                     check=True,
                 )
                 result = json.loads(out.stdout.strip().splitlines()[-1])
-                assert result["pages"] == args.pages, result
+                assert result["pages"] == pages, result
                 best[mode] = min(best.get(mode, float("inf")), result["seconds"])
     finally:
         server.terminate()
         port_file.unlink(missing_ok=True)
-    print(f"{args.pages} pages, 16 concurrent requests, best of {args.rounds} rounds")
-    print(f"{'mode':<10} {'wall time (s)':>14} {'vs none':>8}")
-    for mode in MODES:
-        print(f"{mode:<10} {best[mode]:>14.2f} {best[mode] / best['none']:>7.3f}x")
+    return best
+
+
+def print_table(best: dict[str, float], pages: int, rounds: int) -> None:
+    print(f"{pages} pages, 16 concurrent requests, best of {rounds} rounds")
+    print(f"{'mode':<14} {'wall time (s)':>14} {'vs none':>8}")
+    for mode, seconds in best.items():
+        print(f"{mode:<14} {seconds:>14.2f} {seconds / best['none']:>7.3f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--crawl", help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+    elif args.crawl:
+        crawl(json.loads(args.crawl), args.base, args.pages)
+    else:
+        print_table(compare(ROBOTS_MODES, args.pages, args.rounds), args.pages, args.rounds)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+"""Budget benchmark: reservations per second for each storage, and what budgets cost a crawl.
+
+Run from the repository root:  ``python benchmarks/bench_budget.py``  (needs ``redis-server``)
+
+1. Reservations/s of MemoryStorage, SQLiteStorage (a file in a temporary directory)
+   and RedisStorage (a redis-server started on 127.0.0.1 for the run), from one
+   process and from 4 processes at once.
+2. A 2,000-page local crawl without budgets, with the SQLite storage and with the
+   Redis storage (unlimited budgets: every request still reserves), as in
+   ``bench_crawl.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_crawl  # noqa: E402
+
+from scrapy_rfc9309.budget.storage import MemoryStorage, RedisStorage, SQLiteStorage  # noqa: E402
+
+DAY = "2026-11-22"
+
+
+def make(kind: str, where: str):
+    if kind == "memory":
+        return MemoryStorage()
+    if kind == "sqlite":
+        return SQLiteStorage(where)
+    return RedisStorage(where)
+
+
+def reserve_many(kind: str, where: str, count: int) -> float:
+    storage = make(kind, where)
+    start = time.perf_counter()
+    for number in range(count):
+        storage.reserve(f"domain{number % 100}.com", DAY, 0, 0)
+    elapsed = time.perf_counter() - start
+    storage.close()
+    return elapsed
+
+
+def rate(kind: str, where: str, processes: int, count: int) -> float:
+    if processes == 1:
+        return count / reserve_many(kind, where, count)
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        start = time.perf_counter()
+        pool.starmap(reserve_many, [(kind, where, count // processes)] * processes)
+        return count / (time.perf_counter() - start)
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("redis-server is needed (apt-get install redis-server)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    for _ in range(200):
+        try:
+            redis.Redis.from_url(url).ping()
+            return process, url
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    sys.exit("redis-server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reservations", type=int, default=20_000)
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    redis_process, redis_url = start_redis()
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            print(f"reservations/s ({args.reservations:,} reservations, 100 domains)")
+            print(f"{'storage':<10} {'1 process':>12} {'4 processes':>12}")
+            for kind in ("memory", "sqlite", "redis"):
+                where = f"{workdir}/{kind}.sqlite" if kind == "sqlite" else redis_url
+                one = rate(kind, where, 1, args.reservations)
+                if kind == "memory":  # per process: 4 processes share nothing
+                    print(f"{kind:<10} {one:>12,.0f} {'n/a':>12}")
+                    continue
+                four = rate(kind, where, 4, args.reservations)
+                print(f"{kind:<10} {one:>12,.0f} {four:>12,.0f}")
+            print()
+            best = bench_crawl.compare(bench_crawl.BUDGET_MODES, args.pages, args.rounds, redis_url)
+            bench_crawl.print_table(best, args.pages, args.rounds)
+    finally:
+        redis_process.terminate()
+
+
+if __name__ == "__main__":
+    main()
