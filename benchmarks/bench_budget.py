@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_crawl  # noqa: E402
+import bench_crawl
 
-from scrapy_rfc9309.budget.storage import MemoryStorage, RedisStorage, SQLiteStorage  # noqa: E402
+from scrapy_rfc9309.budget.storage import MemoryStorage, RedisStorage, SQLiteStorage
 
 DAY = "2026-11-22"
 
