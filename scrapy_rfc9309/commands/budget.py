@@ -10,7 +10,7 @@ from scrapy.exceptions import UsageError
 
 from ..budget.policy import PolicyError, day_of, zone
 from ..budget.storage import StorageError
-from ..downloadermiddlewares.budget import build_storage, load_policy, now
+from ..downloadermiddlewares.budget import budget_settings, build_storage, load_policy, now
 
 
 class Command(ScrapyCommand):
@@ -36,12 +36,11 @@ class Command(ScrapyCommand):
         if args:
             raise UsageError("scrapy budget takes no positional arguments")
         assert self.settings is not None
+        settings = budget_settings(self.settings)
         try:
-            policy = load_policy(self.settings)
-            day = opts.day or day_of(
-                now(), zone(self.settings.get("DOMAINBUDGET_TIMEZONE") or "UTC")
-            )
-            storage = build_storage(self.settings)
+            policy = load_policy(settings)
+            day = opts.day or day_of(now(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
+            storage = build_storage(settings)
             try:
                 if opts.reset:
                     key = policy.limits_for(opts.reset).key

@@ -24,7 +24,7 @@ from twisted.internet.threads import deferToThread
 
 from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
 from ..budget.storage import BudgetStorage, Reservation, StorageError
-from ..settings import choice
+from ..settings import choice, with_defaults
 from .robotstxt import META_ROBOTS
 
 if TYPE_CHECKING:
@@ -71,39 +71,32 @@ def load_policy(settings: BaseSettings) -> BudgetPolicy:
     return BudgetPolicy.defaults()
 
 
-class _StorageSettings:
-    """The settings a storage reads, with this package's defaults filled in."""
-
-    def __init__(self, settings: BaseSettings) -> None:
-        self._settings = settings
-
-    def get(self, name: str) -> Any:
-        value = self._settings.get(name)
-        if value is None and name == "DOMAINBUDGET_SQLITE_PATH":
-            return data_path("domainbudget.sqlite", createdir=True)
-        return value if value is not None else BUDGET_DEFAULTS.get(name)
+def budget_settings(settings: BaseSettings) -> BaseSettings:
+    """*settings* with this package's budget defaults filled in, the SQLite file
+    defaulting to ``.scrapy/domainbudget.sqlite`` in the project."""
+    filled = with_defaults(settings, BUDGET_DEFAULTS)
+    if filled.get("DOMAINBUDGET_SQLITE_PATH") is None:
+        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite", createdir=True))
+    return filled
 
 
 def build_storage(settings: BaseSettings) -> BudgetStorage:
-    storage_cls = load_object(
-        settings.get("DOMAINBUDGET_STORAGE") or BUDGET_DEFAULTS["DOMAINBUDGET_STORAGE"]
-    )
-    return storage_cls.from_settings(_StorageSettings(settings))  # type: ignore[no-any-return]
+    """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`)."""
+    storage_cls = load_object(settings.get("DOMAINBUDGET_STORAGE"))
+    return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
 
 
 class DomainBudgetMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        if not settings.getbool("DOMAINBUDGET_ENABLED"):
+        if not crawler.settings.getbool("DOMAINBUDGET_ENABLED"):
             raise NotConfigured
+        settings = budget_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
         self.policy = load_policy(settings)
-        self.tz = zone(settings.get("DOMAINBUDGET_TIMEZONE") or "UTC")
-        self.fail_closed = (
-            choice(_StorageSettings(settings), "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
-            == "deny"
-        )
+        self.tz = zone(settings.get("DOMAINBUDGET_TIMEZONE"))
+        on_error = choice(settings, "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
+        self.fail_closed = on_error == "deny"
         self.storage = build_storage(settings)
         self._announced: set[tuple[str, str]] = set()
         self._storage_failed = False

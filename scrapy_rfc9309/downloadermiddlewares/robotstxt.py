@@ -25,7 +25,6 @@ from twisted.internet.defer import Deferred
 
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, outcome_for_status
-from ..robots.lexer import truncate
 from ..settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
 from ..useragent import crawler_token
 
@@ -206,11 +205,11 @@ class RobotsTxtMiddleware:
             raise StopDownload(fail=False)  # keep what arrived, parse its head
 
     def _parse(self, response: Response) -> RobotsTxt:
-        body, truncated = truncate(response.body, self.config.max_bytes)
-        if truncated or "download_stopped" in response.flags:
+        robots = RobotsTxt.parse(
+            response.body, lenient=self.config.lenient, max_bytes=self.config.max_bytes
+        )
+        if robots.truncated:
             self.stats.inc_value("rfc9309/truncated")
-        robots = RobotsTxt.parse(body, lenient=self.config.lenient, max_bytes=self.config.max_bytes)
-        robots.truncated = robots.truncated or truncated
         return robots
 
     async def _send_parsed(self, entry: RobotsEntry, response: Response) -> None:

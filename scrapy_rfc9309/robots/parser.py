@@ -146,7 +146,7 @@ class RuleSet:
     wildcard.
     """
 
-    __slots__ = ("_candidates", "_root", "rule_count")
+    __slots__ = ("_candidates", "_root")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         compiled = []
@@ -162,7 +162,6 @@ class RuleSet:
                 (-pattern.length, not rule.allow, rule.line, pattern.head[1:], candidate)
             )
         compiled.sort()
-        self.rule_count = len(compiled)
         self._candidates = [entry[4] for entry in compiled]
         heads = [(position, entry[3]) for position, entry in enumerate(compiled)]
         ended = self._cut([position for position, head in heads if not head])
