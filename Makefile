@@ -16,8 +16,12 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# All benchmarks and the cross-check (bench_budget.py needs redis-server on the PATH).
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/crosscheck.py
+	$(BIN)/python benchmarks/bench_crawl.py
+	$(BIN)/python benchmarks/bench_budget.py
 
 lint: $(VENV)/.installed
 	$(BIN)/python -m pip install -q ruff mypy types-PyYAML
