@@ -5,18 +5,27 @@ A reservation is atomic: it checks both limits and adds one to both counters, or
 changes nothing, so concurrent crawlers can never overshoot a limit.  Every
 backend passes the same contract tests (``tests/budget/test_storage_contract.py``).
 
-All methods may block (on a file lock or the network): callers on a reactor thread
-run them in a thread pool.
+The plain methods may block (on a file lock or the network).  The ``*_async``
+methods of the hot path (reserve, count a request, release a page) never block the
+event loop they run on: the memory storage answers at once, the SQLite storage
+tries its statement without waiting for a lock and hands it to a worker thread only
+when another writer holds the file, the Redis storage uses an asyncio client, and
+any other storage falls back to a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 class StorageError(Exception):
@@ -62,6 +71,22 @@ class BudgetStorage(ABC):
     def close(self) -> None:  # noqa: B027 (optional for backends)
         """Release connections."""
 
+    # -- the hot path, for an event loop (override to avoid the thread hop) --
+
+    async def reserve_async(
+        self, key: str, day: str, max_requests: int, max_pages: int
+    ) -> Reservation:
+        return await asyncio.to_thread(self.reserve, key, day, max_requests, max_pages)
+
+    async def count_request_async(self, key: str, day: str) -> None:
+        await asyncio.to_thread(self.count_request, key, day)
+
+    async def release_page_async(self, key: str, day: str) -> None:
+        await asyncio.to_thread(self.release_page, key, day)
+
+    async def close_async(self) -> None:
+        await asyncio.to_thread(self.close)
+
 
 def _verdict(requests: int, pages: int, max_requests: int, max_pages: int) -> Reservation:
     if max_requests and requests >= max_requests:
@@ -105,10 +130,43 @@ class MemoryStorage(BudgetStorage):
         with self._lock:
             self._counts.pop((day, key), None)
 
+    # The lock is only ever held for a few dictionary operations: answer at once.
+    async def reserve_async(
+        self, key: str, day: str, max_requests: int, max_pages: int
+    ) -> Reservation:
+        return self.reserve(key, day, max_requests, max_pages)
+
+    async def count_request_async(self, key: str, day: str) -> None:
+        self.count_request(key, day)
+
+    async def release_page_async(self, key: str, day: str) -> None:
+        self.release_page(key, day)
+
+
+class _Busy(Exception):
+    """The no-wait SQLite connection found the file locked by another writer."""
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
+    return "locked" in str(exc)
+
 
 class SQLiteStorage(BudgetStorage):
     """Counters in an SQLite file (WAL): survives restarts, shared by the processes of
-    one machine.  Each reservation is one atomic upsert statement."""
+    one machine.  Each reservation is one atomic upsert statement.
+
+    The ``*_async`` methods run their statement on the calling thread through a
+    connection that never waits: its busy timeout is 0, and it never checkpoints (in
+    WAL mode with ``synchronous=NORMAL`` a commit is a write into the OS page cache;
+    only checkpoints fsync, and they run in a worker thread every CHECKPOINT_EVERY
+    writes).  When another writer holds the lock, the statement goes to a worker
+    thread that waits up to *timeout* seconds.
+    """
+
+    CHECKPOINT_EVERY = 1000
 
     _SCHEMA = (
         "CREATE TABLE IF NOT EXISTS budget ("
@@ -122,6 +180,11 @@ class SQLiteStorage(BudgetStorage):
         " WHERE (:max_requests = 0 OR requests < :max_requests)"
         " AND (:max_pages = 0 OR pages < :max_pages)"
     )
+    _COUNT_REQUEST = (
+        "INSERT INTO budget (day, domain, requests) VALUES (?, ?, 1)"
+        " ON CONFLICT (day, domain) DO UPDATE SET requests = requests + 1"
+    )
+    _RELEASE_PAGE = "UPDATE budget SET pages = pages - 1 WHERE day = ? AND domain = ? AND pages > 0"
 
     @classmethod
     def from_settings(cls, settings: Any) -> SQLiteStorage:
@@ -133,6 +196,8 @@ class SQLiteStorage(BudgetStorage):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._nowait: sqlite3.Connection | None = None
+        self._nowait_writes = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = self._connection()
@@ -141,33 +206,58 @@ class SQLiteStorage(BudgetStorage):
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(f"SQLite budget storage {self.path}: {exc}") from exc
 
-    def _connection(self) -> sqlite3.Connection:
-        # sqlite3 connections are per thread; autocommit: each statement is a transaction.
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
-            # In WAL mode NORMAL survives a crashed or killed process (only a power
-            # loss can lose the last commits) and is ~6x faster than FULL.
-            connection.execute("PRAGMA synchronous=NORMAL")
-            self._local.connection = connection
-            with self._lock:
-                self._connections.append(connection)
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        # Autocommit (isolation_level=None): each statement is its own transaction.
+        connection = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        # In WAL mode NORMAL survives a crashed or killed process (only a power
+        # loss can lose the last commits) and is ~6x faster than FULL.
+        connection.execute("PRAGMA synchronous=NORMAL")
+        with self._lock:
+            self._connections.append(connection)
         return connection
 
-    def _execute(self, sql: str, params: dict[str, Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (sqlite3 connections are per thread); it waits for locks."""
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._connect(self.timeout)
+        return connection
+
+    def _nowait_connection(self) -> sqlite3.Connection:
+        """The event loop's connection: it never waits for a lock, never checkpoints."""
+        if self._nowait is None:
+            try:
+                self._nowait = self._connect(timeout=0)
+                self._nowait.execute("PRAGMA wal_autocheckpoint=0")
+            except sqlite3.Error as exc:
+                raise StorageError(f"SQLite budget storage {self.path}: {exc}") from exc
+        return self._nowait
+
+    def _execute(
+        self,
+        connection: sqlite3.Connection,
+        sql: str,
+        params: dict[str, Any] | tuple[Any, ...] = (),
+    ) -> sqlite3.Cursor:
         try:
-            return self._connection().execute(sql, params)
+            return connection.execute(sql, params)
         except sqlite3.Error as exc:
+            if connection is self._nowait and _is_busy(exc):
+                raise _Busy from exc
             raise StorageError(f"SQLite budget storage {self.path}: {exc}") from exc
 
-    def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
+    def _reserve(
+        self, connection: sqlite3.Connection, key: str, day: str, max_requests: int, max_pages: int
+    ) -> Reservation:
         params = {"day": day, "key": key, "max_requests": max_requests, "max_pages": max_pages}
-        if self._execute(self._RESERVE, params).rowcount == 1:
+        if self._execute(connection, self._RESERVE, params).rowcount == 1:
             return Reservation.GRANTED
         row = self._execute(
-            "SELECT requests, pages FROM budget WHERE day = ? AND domain = ?", (day, key)
+            connection,
+            "SELECT requests, pages FROM budget WHERE day = ? AND domain = ?",
+            (day, key),
         ).fetchone()
         verdict = _verdict(row[0], row[1], max_requests, max_pages) if row else None
         return (
@@ -176,27 +266,55 @@ class SQLiteStorage(BudgetStorage):
             else Reservation.REQUESTS_EXHAUSTED
         )
 
+    def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
+        return self._reserve(self._connection(), key, day, max_requests, max_pages)
+
     def count_request(self, key: str, day: str) -> None:
-        self._execute(
-            "INSERT INTO budget (day, domain, requests) VALUES (?, ?, 1)"
-            " ON CONFLICT (day, domain) DO UPDATE SET requests = requests + 1",
-            (day, key),
-        )
+        self._execute(self._connection(), self._COUNT_REQUEST, (day, key))
 
     def release_page(self, key: str, day: str) -> None:
-        self._execute(
-            "UPDATE budget SET pages = pages - 1 WHERE day = ? AND domain = ? AND pages > 0",
-            (day, key),
-        )
+        self._execute(self._connection(), self._RELEASE_PAGE, (day, key))
 
     def usage(self, day: str) -> Usage:
         rows = self._execute(
-            "SELECT domain, requests, pages FROM budget WHERE day = ? ORDER BY domain", (day,)
+            self._connection(),
+            "SELECT domain, requests, pages FROM budget WHERE day = ? ORDER BY domain",
+            (day,),
         ).fetchall()
         return {domain: (requests, pages) for domain, requests, pages in rows}
 
     def reset(self, key: str, day: str) -> None:
-        self._execute("DELETE FROM budget WHERE day = ? AND domain = ?", (day, key))
+        self._execute(
+            self._connection(), "DELETE FROM budget WHERE day = ? AND domain = ?", (day, key)
+        )
+
+    async def reserve_async(
+        self, key: str, day: str, max_requests: int, max_pages: int
+    ) -> Reservation:
+        return await self._without_waiting(self._reserve, key, day, max_requests, max_pages)
+
+    async def count_request_async(self, key: str, day: str) -> None:
+        await self._without_waiting(self._execute, self._COUNT_REQUEST, (day, key))
+
+    async def release_page_async(self, key: str, day: str) -> None:
+        await self._without_waiting(self._execute, self._RELEASE_PAGE, (day, key))
+
+    async def _without_waiting(self, statement: Callable[..., _T], *args: Any) -> _T:
+        """``statement(connection, *args)`` on the no-wait connection; in a worker
+        thread, on a waiting connection, when the file is locked (nothing was written)."""
+        try:
+            result = statement(self._nowait_connection(), *args)
+        except _Busy:
+            return await asyncio.to_thread(lambda: statement(self._connection(), *args))
+        self._nowait_writes += 1
+        if self._nowait_writes % self.CHECKPOINT_EVERY == 0:
+            asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        return result
+
+    def _checkpoint(self) -> None:
+        # A failed checkpoint is harmless: the WAL grows a little until the next one.
+        with contextlib.suppress(sqlite3.Error):
+            self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         with self._lock:
@@ -204,6 +322,7 @@ class SQLiteStorage(BudgetStorage):
                 connection.close()
             self._connections.clear()
         self._local = threading.local()
+        self._nowait = None
 
 
 class RedisStorage(BudgetStorage):
@@ -211,7 +330,8 @@ class RedisStorage(BudgetStorage):
 
     One hash per (day, domain), ``domainbudget:{day}:{domain}`` with fields ``r`` and
     ``p``: every script touches a single key, so Redis Cluster works.  A reservation is
-    one Lua script (one round trip).  Keys expire after ``ttl_days``.
+    one Lua script (one round trip).  Keys expire after ``ttl_days``.  The ``*_async``
+    methods use a ``redis.asyncio`` client bound to the event loop that first uses it.
     """
 
     _RESERVE = """
@@ -223,6 +343,11 @@ class RedisStorage(BudgetStorage):
     redis.call('HINCRBY', KEYS[1], 'r', 1)
     redis.call('HINCRBY', KEYS[1], 'p', 1)
     redis.call('EXPIRE', KEYS[1], ARGV[3])
+    return 0
+    """
+    _COUNT_REQUEST = """
+    redis.call('HINCRBY', KEYS[1], 'r', 1)
+    redis.call('EXPIRE', KEYS[1], ARGV[1])
     return 0
     """
     _RELEASE = """
@@ -242,6 +367,7 @@ class RedisStorage(BudgetStorage):
     ):
         try:
             import redis
+            import redis.asyncio
         except ImportError as exc:
             raise StorageError(
                 "RedisStorage needs the redis package: pip install 'scrapy-rfc9309[redis]'"
@@ -252,45 +378,75 @@ class RedisStorage(BudgetStorage):
         self.client = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout
         )
-        self._reserve = self.client.register_script(self._RESERVE)
-        self._release = self.client.register_script(self._RELEASE)
+        self._async_client = redis.asyncio.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        # source -> (blocking script, asyncio script)
+        self._scripts = {
+            source: (
+                self.client.register_script(source),
+                self._async_client.register_script(source),
+            )
+            for source in (self._RESERVE, self._COUNT_REQUEST, self._RELEASE)
+        }
 
     def _key(self, day: str, key: str) -> str:
         return f"{self.prefix}:{day}:{key}"
 
-    def _call(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+    def _run(self, source: str, day: str, key: str, *args: Any) -> int:
         try:
-            return func(*args, **kwargs)
+            return int(self._scripts[source][0](keys=[self._key(day, key)], args=args))
+        except self._errors as exc:
+            raise StorageError(f"Redis budget storage: {exc}") from exc
+
+    async def _run_async(self, source: str, day: str, key: str, *args: Any) -> int:
+        try:
+            return int(await self._scripts[source][1](keys=[self._key(day, key)], args=args))
         except self._errors as exc:
             raise StorageError(f"Redis budget storage: {exc}") from exc
 
     def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
-        result = self._call(
-            self._reserve, keys=[self._key(day, key)], args=[max_requests, max_pages, self.ttl]
-        )
-        return self._RESULTS[int(result)]
+        return self._RESULTS[self._run(self._RESERVE, day, key, max_requests, max_pages, self.ttl)]
 
     def count_request(self, key: str, day: str) -> None:
-        name = self._key(day, key)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hincrby(name, "r", 1)
-        pipe.expire(name, self.ttl)
-        self._call(pipe.execute)
+        self._run(self._COUNT_REQUEST, day, key, self.ttl)
 
     def release_page(self, key: str, day: str) -> None:
-        self._call(self._release, keys=[self._key(day, key)], args=[])
+        self._run(self._RELEASE, day, key)
+
+    async def reserve_async(
+        self, key: str, day: str, max_requests: int, max_pages: int
+    ) -> Reservation:
+        result = await self._run_async(self._RESERVE, day, key, max_requests, max_pages, self.ttl)
+        return self._RESULTS[result]
+
+    async def count_request_async(self, key: str, day: str) -> None:
+        await self._run_async(self._COUNT_REQUEST, day, key, self.ttl)
+
+    async def release_page_async(self, key: str, day: str) -> None:
+        await self._run_async(self._RELEASE, day, key)
 
     def usage(self, day: str) -> Usage:
         prefix = self._key(day, "")
-        result = {}
-        for name in self._call(lambda: list(self.client.scan_iter(match=prefix + "*", count=1000))):
-            counts = self._call(self.client.hgetall, name)
-            domain = name.decode()[len(prefix) :]
-            result[domain] = (int(counts.get(b"r", 0)), int(counts.get(b"p", 0)))
+        try:
+            result = {}
+            for name in self.client.scan_iter(match=prefix + "*", count=1000):
+                counts = self.client.hgetall(name)
+                domain = name.decode()[len(prefix) :]
+                result[domain] = (int(counts.get(b"r", 0)), int(counts.get(b"p", 0)))
+        except self._errors as exc:
+            raise StorageError(f"Redis budget storage: {exc}") from exc
         return dict(sorted(result.items()))
 
     def reset(self, key: str, day: str) -> None:
-        self._call(self.client.delete, self._key(day, key))
+        try:
+            self.client.delete(self._key(day, key))
+        except self._errors as exc:
+            raise StorageError(f"Redis budget storage: {exc}") from exc
 
     def close(self) -> None:
         self.client.close()
+
+    async def close_async(self) -> None:
+        self.client.close()
+        await self._async_client.aclose()

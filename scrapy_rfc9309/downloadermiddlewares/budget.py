@@ -4,32 +4,32 @@ A request reserves one request and one page of its domain's budget before it is
 sent (atomically, in the storage), so concurrent requests never overshoot a limit;
 the page is given back when the response is not a 2xx.  Place it after Scrapy's
 HTTP cache (the add-on uses 950) so that cache hits cost nothing; retries and
-redirect hops pass through it again and are counted.  Storage calls run in the
-reactor's thread pool: a slow disk or Redis never blocks the crawl.
+redirect hops pass through it again and are counted.  Storage calls never block
+the event loop (see :mod:`scrapy_rfc9309.budget.storage`): a slow disk, a locked
+file or a slow Redis never freezes the crawl.  It needs Scrapy's asyncio reactor
+(the default).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
-from twisted.internet.threads import deferToThread
 
 from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
 from ..budget.storage import BudgetStorage, Reservation, StorageError
-from ..settings import choice, with_defaults
+from ..settings import SettingError, choice, with_defaults
 from .robotstxt import META_ROBOTS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -90,6 +90,11 @@ class DomainBudgetMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         if not crawler.settings.getbool("DOMAINBUDGET_ENABLED"):
             raise NotConfigured
+        if not is_asyncio_available():
+            raise SettingError(
+                "DomainBudgetMiddleware needs the asyncio reactor: TWISTED_REACTOR ="
+                ' "twisted.internet.asyncioreactor.AsyncioSelectorReactor" (Scrapy\'s default)'
+            )
         settings = budget_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
@@ -107,9 +112,6 @@ class DomainBudgetMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    async def _run(self, func: Callable[..., Any], *args: Any) -> Any:
-        return await maybe_deferred_to_future(deferToThread(func, *args))
-
     async def process_request(self, request: Request, spider: Any = None) -> None:
         host = urlparse_cached(request).hostname
         if not host:
@@ -119,11 +121,10 @@ class DomainBudgetMiddleware:
         self._touched[limits.key] = limits
         try:
             if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
-                await self._run(self.storage.count_request, limits.key, day)
+                await self.storage.count_request_async(limits.key, day)
                 self.stats.inc_value("domainbudget/robots_counted")
                 return
-            result = await self._run(
-                self.storage.reserve,
+            result = await self.storage.reserve_async(
                 limits.key,
                 day,
                 limits.max_requests_per_day,
@@ -168,7 +169,7 @@ class DomainBudgetMiddleware:
         if reserved is None:
             return
         try:
-            await self._run(self.storage.release_page, *reserved)
+            await self.storage.release_page_async(*reserved)
             self.stats.inc_value("domainbudget/pages_released")
         except StorageError as exc:
             self._on_storage_error(exc, deny=False)
@@ -189,7 +190,7 @@ class DomainBudgetMiddleware:
     async def _spider_closed(self, spider: Any = None) -> None:
         day = day_of(now(), self.tz)
         try:
-            usage = await self._run(self.storage.usage, day)
+            usage = await asyncio.to_thread(self.storage.usage, day)
         except StorageError as exc:
             logger.error("Budget storage failed at close: %s", exc)
             usage = {}
@@ -204,4 +205,4 @@ class DomainBudgetMiddleware:
                 pages,
                 limits.max_pages_per_day or "unlimited",
             )
-        await self._run(self.storage.close)
+        await self.storage.close_async()

@@ -1,10 +1,14 @@
 """One contract, three storages: memory, SQLite on a real file, Redis on a real server."""
 
+import asyncio
 import multiprocessing
+import sqlite3
 import threading
 import uuid
 
 import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.budget.storage import (
     MemoryStorage,
@@ -15,6 +19,11 @@ from scrapy_rfc9309.budget.storage import (
 )
 
 DAY = "2026-11-22"
+
+
+def on_loop(coroutine):
+    """*coroutine* as a task of the reactor's asyncio loop, as Scrapy runs the middleware."""
+    return Deferred.fromFuture(asyncio.ensure_future(coroutine))
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -153,3 +162,81 @@ def test_redis_keys_expire_after_a_few_days(redis_server):
     ttl = store.client.ttl(store._key(DAY, "a.com"))
     assert 3 * 86400 - 10 < ttl <= 3 * 86400
     store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_async_methods_keep_the_same_contract(storage):
+    async def scenario():
+        results = [await storage.reserve_async("a.com", DAY, 3, 2) for _ in range(3)]
+        await storage.release_page_async("a.com", DAY)
+        results.append(await storage.reserve_async("a.com", DAY, 3, 2))
+        await storage.count_request_async("a.com", DAY)
+        await storage.close_async()
+        return results
+
+    results = await on_loop(scenario())
+    assert results == [
+        Reservation.GRANTED,
+        Reservation.GRANTED,
+        Reservation.PAGES_EXHAUSTED,  # refused: nothing counted
+        Reservation.GRANTED,  # the page given back is free again
+    ]
+    assert storage.usage(DAY) == {"a.com": (4, 2)}  # 3 reserved + 1 counted request
+
+
+@pytest_twisted.ensureDeferred
+async def test_async_reservations_from_many_tasks_never_overshoot(storage):
+    async def scenario():
+        results = await asyncio.gather(
+            *(storage.reserve_async("a.com", DAY, 0, 20) for _ in range(64))
+        )
+        await storage.close_async()
+        return results
+
+    assert (await on_loop(scenario())).count(Reservation.GRANTED) == 20
+    assert storage.usage(DAY) == {"a.com": (20, 20)}
+
+
+@pytest_twisted.ensureDeferred
+async def test_sqlite_async_never_waits_for_a_lock_on_the_event_loop(tmp_path):
+    """While another writer holds the file, the loop keeps running; the reservation
+    is made in a worker thread as soon as the lock is released."""
+    path = tmp_path / "budget.sqlite"
+    store = SQLiteStorage(path)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # holds the write lock
+
+    async def scenario():
+        ticks = 0
+        reservation = asyncio.ensure_future(store.reserve_async("a.com", DAY, 0, 0))
+        while not reservation.done() and ticks < 20:
+            await asyncio.sleep(0.01)  # the loop is free while the lock is held
+            ticks += 1
+        assert not reservation.done()
+        await asyncio.to_thread(other.execute, "COMMIT")
+        result = await reservation
+        await store.close_async()
+        return ticks, result
+
+    ticks, result = await on_loop(scenario())
+    assert ticks == 20 and result is Reservation.GRANTED
+    assert SQLiteStorage(path).usage(DAY) == {"a.com": (1, 1)}
+    other.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_sqlite_checkpoints_off_the_loop(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    store = SQLiteStorage(path)
+    store.CHECKPOINT_EVERY = 50
+
+    async def scenario():
+        for number in range(200):
+            await store.reserve_async(f"d{number}.com", DAY, 0, 0)
+        await asyncio.sleep(0.2)  # let the last checkpoint thread finish
+        await store.close_async()
+
+    await on_loop(scenario())
+    wal = path.with_name(path.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size < 200 * 4096
+    assert len(SQLiteStorage(path).usage(DAY)) == 200
