@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Addon",
+    "CrawlDelayThrottle",
     "DomainBudgetMiddleware",
     "RobotParser",
     "RobotsTxt",
@@ -23,6 +24,7 @@ __all__ = [
 # RobotsTxt`` works without Scrapy installed and imports no Twisted.
 _LAZY = {
     "Addon": "scrapy_rfc9309.addon",
+    "CrawlDelayThrottle": "scrapy_rfc9309.extensions.crawldelay",
     "DomainBudgetMiddleware": "scrapy_rfc9309.downloadermiddlewares.budget",
     "RobotParser": "scrapy_rfc9309.robotparser",
     "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from .addon import Addon
     from .downloadermiddlewares.budget import DomainBudgetMiddleware
     from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from .extensions.crawldelay import CrawlDelayThrottle
     from .robotparser import RobotParser
 
 

@@ -8,6 +8,7 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builti
 
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from .extensions.crawldelay import CrawlDelayThrottle
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -17,11 +18,14 @@ if TYPE_CHECKING:
 ROBOTS_ORDER = 100
 #: After HttpCacheMiddleware (900): cache hits never reach it and cost no budget.
 BUDGET_ORDER = 950
+#: After Scrapy's AutoThrottle (0): its handlers run first; the floor holds either way.
+CRAWLDELAY_ORDER = 500
 
 
 class Addon:
-    """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's and
-    adds the package's components, keeping any order the user already set."""
+    """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's, adds
+    the package's components, keeping any order the user already set, and turns the
+    Crawl-delay throttle on unless the user turned it off."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         name = "DOWNLOADER_MIDDLEWARES"
@@ -29,3 +33,7 @@ class Addon:
         settings.setdefault_in_component_priority_dict(name, RobotsTxtMiddleware, ROBOTS_ORDER)
         # Active only with DOMAINBUDGET_ENABLED = True.
         settings.setdefault_in_component_priority_dict(name, DomainBudgetMiddleware, BUDGET_ORDER)
+        settings.setdefault_in_component_priority_dict(
+            "EXTENSIONS", CrawlDelayThrottle, CRAWLDELAY_ORDER
+        )
+        settings.set("CRAWLDELAY_ENABLED", True, priority="addon")

@@ -43,3 +43,7 @@ class RobotParser(ScrapyRobotParser):
 
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
         return self.robots.crawl_delay(_text(user_agent))
+
+    def delay(self, user_agent: str | bytes) -> float | None:
+        """The larger of Crawl-delay and the Request-rate's delay, in seconds."""
+        return self.robots.delay(_text(user_agent))

@@ -143,10 +143,13 @@ class RobotsTxtMiddleware:
         policy = self.config.policy
         url = f"{authority}/robots.txt"
         seen = {url}
+        first: Request | None = None  # the request to the authority itself
         for _hop in range(self.config.max_redirects + 1):
             self.stats.inc_value("rfc9309/request_count")
+            request = self._robots_request(url)
+            first = first or request
             try:
-                response = await self.crawler.engine.download_async(self._robots_request(url))
+                response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # DNS, connection, timeout, ...: unreachable
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
                 return self._failed(authority, policy.unreachable(monotonic(), previous), exc)
@@ -166,7 +169,7 @@ class RobotsTxtMiddleware:
                 entry = policy.success(self._parse(response), monotonic(), status)
                 self.stats.inc_value("rfc9309/success")
                 self._warned.discard(authority)
-                await self._send_parsed(entry, response)
+                await self._send_parsed(entry, first)
                 return entry
             if outcome is FetchOutcome.UNAVAILABLE:
                 self.stats.inc_value("rfc9309/unavailable")
@@ -212,11 +215,13 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("rfc9309/truncated")
         return robots
 
-    async def _send_parsed(self, entry: RobotsEntry, response: Response) -> None:
+    async def _send_parsed(self, entry: RobotsEntry, request: Request) -> None:
+        """Scrapy's ``robots_parsed`` signal, with the request to the authority the
+        file applies to (the first hop when it was redirected)."""
         await self.crawler.signals.send_catch_log_async(
             signal=signals.robots_parsed,
             robotparser=RobotParser.from_robots(entry.robots),
-            request=response.request,
+            request=request,
         )
 
     def _failed(

@@ -80,3 +80,26 @@ async def test_robots_obey_false_disables_the_middleware(site):
     site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
     await crawl([site.url + "/a"], ROBOTSTXT_OBEY=False)
     assert site.paths() == ["/a"]
+
+
+def test_addon_enables_the_crawl_delay_throttle_unless_the_user_turned_it_off():
+    from scrapy_rfc9309 import CrawlDelayThrottle
+
+    for user, enabled in (({}, True), ({"CRAWLDELAY_ENABLED": False}, False)):
+        settings = Settings(user)
+        Addon().update_settings(settings)
+        extensions = settings.get_component_priority_dict_with_base("EXTENSIONS")
+        assert CrawlDelayThrottle in {load_object(k) for k, v in extensions.items() if v}
+        assert settings.getbool("CRAWLDELAY_ENABLED") is enabled
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_bad_crawl_delay_cap_stops_the_crawl_at_start_up_naming_it(site):
+    with pytest.raises(SettingError, match="CRAWLDELAY_MAX_DELAY"):
+        await crawl(
+            [site.url + "/a"],
+            CRAWLDELAY_ENABLED=True,
+            CRAWLDELAY_MAX_DELAY=-1,
+            EXTENSIONS={"scrapy_rfc9309.CrawlDelayThrottle": 500},
+        )
+    assert site.paths() == []

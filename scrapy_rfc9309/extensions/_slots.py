@@ -1,0 +1,89 @@
+"""Every access to Scrapy's downloader slots, in one place: Scrapy plans to replace
+its slot API, and only this module should have to follow.
+
+Scrapy spaces the requests of a slot by ``slot.download_delay()``, drawn anew at
+every gap: ``slot.delay`` varied by ``±slot.jitter``, where AutoThrottle rewrites
+``slot.delay`` after each response.  A floor therefore has to apply *after* both,
+inside ``download_delay()`` itself: a floored slot's class becomes a subclass whose
+``download_delay()`` is ``max(floor, Slot.download_delay())``.  Scrapy's ``Slot``
+has ``__slots__``, so the subclass adds no field (its instances keep the layout
+that ``__class__`` assignment needs) and carries the floor as a class attribute:
+one small class per distinct floor value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.core.downloader import Downloader, Slot
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+
+def slot_key(request: Request) -> str | None:
+    """The key of the slot the downloader put *request* in (set once it reached it)."""
+    key: str | None = request.meta.get(Downloader.DOWNLOAD_SLOT)
+    return key
+
+
+def slot(crawler: Crawler, key: str) -> Slot | None:
+    """The live slot of *key*, if the downloader has one (idle slots are collected)."""
+    engine = crawler.engine
+    return engine.downloader.slots.get(key) if engine is not None else None
+
+
+def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
+    """The delay new slots get from the settings (``DOWNLOAD_DELAY``), and the slots
+    that ``DOWNLOAD_SLOTS`` gives another one."""
+    per_slot = {
+        key: float(options["delay"])
+        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
+        if "delay" in options
+    }
+    return settings.getfloat("DOWNLOAD_DELAY"), per_slot
+
+
+_FLOORED_CLASSES: dict[tuple[type[Slot], float], type[Slot]] = {}
+
+
+def _floored_class(base: type[Slot], floor: float) -> type[Slot]:
+    cls = _FLOORED_CLASSES.get((base, floor))
+    if cls is None:
+
+        def download_delay(self: Slot) -> float:
+            return max(floor, base.download_delay(self))
+
+        namespace = {
+            "__slots__": (),
+            "floor": floor,
+            "base": base,
+            "download_delay": download_delay,
+        }
+        cls = _FLOORED_CLASSES[base, floor] = type(f"Floored{base.__name__}", (base,), namespace)
+    return cls
+
+
+def floor_of(slot: Slot) -> float:
+    """The floor set on *slot*, 0 if none."""
+    return float(getattr(type(slot), "floor", 0.0))
+
+
+def set_floor(slot: Slot, floor: float) -> None:
+    """From now on, at least *floor* seconds between the starts of *slot*'s requests,
+    whatever its delay, jitter or AutoThrottle say (0 removes the floor)."""
+    base: type[Slot] = getattr(type(slot), "base", type(slot))
+    slot.__class__ = _floored_class(base, floor) if floor > 0 else base
+
+
+def last_start(slot: Slot) -> float:
+    """When *slot* last started a request (monotonic clock)."""
+    return float(slot.lastseen)
+
+
+def continue_after(slot: Slot, started: float) -> None:
+    """*slot* replaces a collected one whose last request started at *started*: its
+    next request waits as if the old slot had lived on."""
+    slot.lastseen = max(slot.lastseen, started)

@@ -1,0 +1,149 @@
+"""Extension: every download slot spaced by at least
+``max(configured delay, the budget policy's delay, robots.txt Crawl-delay / Request-rate)``.
+
+The configured delay is ``DOWNLOAD_DELAY`` or the slot's ``DOWNLOAD_SLOTS`` delay;
+the policy's is its ``delay`` (or ``1 / qps``) for the host; the robots.txt delay is
+that of the group applying to the crawler's product token, learnt from Scrapy's
+``robots_parsed`` signal (sent by this package's robots middleware and by Scrapy's
+built-in one), capped at ``CRAWLDELAY_MAX_DELAY``.  The floor holds whatever the
+jitter or AutoThrottle do to the slot's own delay (see :mod:`._slots`), for requests
+already queued when a robots.txt arrives, and for a slot that Scrapy collected
+while idle and made again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.httpobj import urlparse_cached
+
+from ..downloadermiddlewares.budget import load_policy
+from ..downloadermiddlewares.robotstxt import authority_of
+from ..robotparser import RobotParser
+from ..settings import number, with_defaults
+from ..useragent import crawler_token
+from . import _slots
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.robotstxt import RobotParser as ScrapyRobotParser
+    from typing_extensions import Self
+
+    from ..budget.policy import BudgetPolicy
+
+logger = logging.getLogger(__name__)
+
+CRAWLDELAY_DEFAULTS: dict[str, Any] = {
+    "CRAWLDELAY_ENABLED": False,
+    "CRAWLDELAY_MAX_DELAY": 60,
+}
+
+
+class CrawlDelayThrottle:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
+        if not settings.getbool("CRAWLDELAY_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0)
+        self.policy: BudgetPolicy | None = None
+        if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
+            self.policy = load_policy(settings)
+        self._default_delay, self._slot_delays = _slots.configured_delays(settings)
+        self._user_agent: str | None = settings.get("ROBOTSTXT_USER_AGENT") or None
+        self._default_user_agent: str = settings.get("USER_AGENT") or ""
+        # Only non-zero delays are kept: a broad crawl of polite sites stores nothing.
+        self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
+        self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
+        self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
+        self._floors: dict[str, float] = {}  # slot key -> floor applied
+        self._last_starts: dict[str, float] = {}  # floored slot key -> last request start
+        crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self._left, signal=signals.request_left_downloader)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def floor(self, key: str) -> float:
+        """The least time between request starts of slot *key*, in seconds."""
+        configured = self._slot_delays.get(key, self._default_delay)
+        return max(configured, *self._site_delays.get(key, {}).values(), 0.0)
+
+    # -- signals ---------------------------------------------------------
+
+    def _robots_parsed(self, robotparser: ScrapyRobotParser, request: Request) -> None:
+        token = crawler_token(self._user_agent, request, self._default_user_agent)
+        if isinstance(robotparser, RobotParser):
+            delay = robotparser.delay(token)  # Crawl-delay and Request-rate
+        else:
+            delay = robotparser.crawl_delay(token)
+        authority = authority_of(request)
+        if delay is not None and delay > self.max_delay:
+            self.stats.inc_value("crawldelay/capped")
+            logger.info(
+                "robots.txt of %s asks for %.6g s between requests; capped at "
+                "CRAWLDELAY_MAX_DELAY = %.6g s",
+                authority,
+                delay,
+                self.max_delay,
+            )
+            delay = self.max_delay
+        if delay:
+            self._robots_delays[authority] = delay
+        else:
+            self._robots_delays.pop(authority, None)
+        # The robots.txt request's own slot, and any slot with requests already queued.
+        keys = self._slots_of.get(authority, set()) | {_slots.slot_key(request) or ""}
+        for key in keys - {""}:
+            self._update(key, authority, request)
+
+    def _reached(self, request: Request, spider: Any = None) -> None:
+        key = _slots.slot_key(request)
+        if key is not None:
+            self._update(key, authority_of(request), request)
+
+    def _left(self, request: Request, spider: Any = None) -> None:
+        key = _slots.slot_key(request)
+        if key is None or key not in self._floors:
+            return
+        slot = _slots.slot(self.crawler, key)
+        if slot is not None:
+            self._last_starts[key] = _slots.last_start(slot)
+
+    # -- floors ----------------------------------------------------------
+
+    def _site_delay(self, authority: str, request: Request) -> float:
+        delay = self._robots_delays.get(authority, 0.0)
+        host = urlparse_cached(request).hostname
+        if self.policy is not None and host:
+            delay = max(delay, self.policy.limits_for(host).delay or 0.0)
+        return delay
+
+    def _update(self, key: str, authority: str, request: Request) -> None:
+        """Record what *authority* asks of slot *key*, then apply the slot's floor."""
+        site_delay = self._site_delay(authority, request)
+        sites = self._site_delays.get(key)
+        if site_delay:
+            self._site_delays.setdefault(key, {})[authority] = site_delay
+            self._slots_of.setdefault(authority, set()).add(key)
+        elif sites is not None:
+            sites.pop(authority, None)
+        slot = _slots.slot(self.crawler, key)
+        floor = self.floor(key)
+        if slot is None or _slots.floor_of(slot) == floor:
+            return
+        if _slots.floor_of(slot) == 0 and key in self._last_starts:
+            # Scrapy collected the idle slot and made a new one: keep the spacing.
+            _slots.continue_after(slot, self._last_starts[key])
+        _slots.set_floor(slot, floor)
+        if self._floors.get(key) != floor:
+            self._floors[key] = floor
+            if floor > self._slot_delays.get(key, self._default_delay):
+                self.stats.inc_value("crawldelay/applied")
+            logger.debug("Slot %s: at least %.6g s between request starts", key, floor)

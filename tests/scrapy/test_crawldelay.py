@@ -1,0 +1,159 @@
+"""The Crawl-delay throttle in real crawls (SPEC §4): the gaps between request starts
+are measured in the server's own request log.  Each test sends a handful of requests."""
+
+import itertools
+
+import pytest_twisted
+
+from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
+
+THROTTLE = {
+    "CRAWLDELAY_ENABLED": True,
+    "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayThrottle": 500},
+}
+
+
+def robots(site, body):
+    site.route("/robots.txt", body=body)
+
+
+def pages(site, count=4):
+    return [f"{site.url}/p/{number}" for number in range(count)]
+
+
+def gaps(site):
+    """Seconds between the starts of consecutive page requests, as the server saw them."""
+    times = [hit.time for hit in site.hits if hit.path.startswith("/p/")]
+    assert len(times) >= 3, site.paths()
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_wins_over_a_shorter_download_delay_with_jitter_on(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    crawler = await crawl(pages(site), DOWNLOAD_DELAY=0.2, DOWNLOAD_DELAY_JITTER=0.9, **THROTTLE)
+    assert min(gaps(site)) >= 0.95
+    assert crawler.stats.get_value("crawldelay/applied") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_crawl_delay_holds_with_autothrottle_lowering_the_delay(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    await crawl(
+        pages(site),
+        DOWNLOAD_DELAY=0.2,
+        AUTOTHROTTLE_ENABLED=True,
+        AUTOTHROTTLE_START_DELAY=0.2,
+        AUTOTHROTTLE_TARGET_CONCURRENCY=16,  # fast local answers: AutoThrottle wants 0.2 s
+        **THROTTLE,
+    )
+    assert min(gaps(site)) >= 0.95
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_longer_configured_delay_wins_over_crawl_delay_and_jitter(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 0.1\n")
+    await crawl(pages(site), DOWNLOAD_DELAY=0.5, DOWNLOAD_DELAY_JITTER=0.5, **THROTTLE)
+    assert min(gaps(site)) >= 0.45
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_delay_in_another_bots_group_does_not_slow_the_crawler(site):
+    # The Disallow line closes OtherBot's group: without a rule in between, RFC 9309's
+    # grammar makes "User-agent: *" share OtherBot's group, Crawl-delay included.
+    robots(site, b"User-agent: OtherBot\nCrawl-delay: 5\nDisallow: /x\n\nUser-agent: *\nAllow: /\n")
+    crawler = await crawl(pages(site), DOWNLOAD_DELAY=0.2, DOWNLOAD_DELAY_JITTER=0, **THROTTLE)
+    assert all(0.15 <= gap < 0.6 for gap in gaps(site)), gaps(site)
+    assert crawler.stats.get_value("crawldelay/applied") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_request_rate_is_a_delay(site):
+    robots(site, b"User-agent: TestBot\nRequest-rate: 1/2\n")
+    await crawl(pages(site, 3), **THROTTLE)
+    assert min(gaps(site)) >= 1.9
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_absurd_crawl_delay_is_capped(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 86400\n")
+    crawler = await crawl(
+        pages(site), CRAWLDELAY_MAX_DELAY=0.5, DOWNLOAD_DELAY_JITTER=0, **THROTTLE
+    )
+    assert all(0.45 <= gap < 1.5 for gap in gaps(site)), gaps(site)
+    assert crawler.stats.get_value("crawldelay/capped") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_hosts_crawled_in_parallel_keep_their_own_delays(site, other_site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    robots(other_site, b"User-agent: *\nCrawl-delay: 0.3\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
+    other_pages = [url.replace(other_site.url, other_url) for url in pages(other_site)]
+    await crawl(pages(site) + other_pages, **THROTTLE)
+    assert min(gaps(site)) >= 0.95
+    assert all(0.28 <= gap < 0.9 for gap in gaps(other_site)), gaps(other_site)
+
+
+class ForgetfulSpider(ChainSpider):
+    """Requests one page after another; between two, drops every download slot, as
+    Scrapy's slot collector does with a slot idle for long."""
+
+    name = "forgetful"
+
+    def between(self, response):
+        slots = self.crawler.engine.downloader.slots
+        for key in list(slots):
+            slots.pop(key).close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_slot_made_again_after_being_collected_keeps_its_floor(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    await crawl(pages(site, 3), spider=ForgetfulSpider, **THROTTLE)
+    assert min(gaps(site)) >= 0.95
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_budget_policys_delay_is_a_floor_too(site):
+    robots(site, b"User-agent: *\nAllow: /\n")
+    policy = {"default_policy": {"delay": 0.6}}
+    await crawl(pages(site), DOMAINBUDGET_POLICY=policy, DOWNLOAD_DELAY_JITTER=0.9, **THROTTLE)
+    assert min(gaps(site)) >= 0.57
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_addon_turns_the_throttle_on(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    settings = {**BASE_SETTINGS, "DOWNLOADER_MIDDLEWARES": {}}
+    await crawl(pages(site, 3), ADDONS={"scrapy_rfc9309.Addon": 500}, **settings)
+    assert min(gaps(site)) >= 0.95
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_throttle_works_with_scrapys_own_middleware_and_our_parser(site):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    crawler = await crawl(
+        pages(site),
+        DOWNLOADER_MIDDLEWARES={},  # Scrapy's own RobotsTxtMiddleware
+        ROBOTSTXT_PARSER="scrapy_rfc9309.RobotParser",
+        DOWNLOAD_DELAY=0.2,
+        DOWNLOAD_DELAY_JITTER=0,
+        **THROTTLE,
+    )
+    assert crawler.stats.get_value("robotstxt/request_count") == 1  # the built-in one ran
+    assert min(gaps(site)) >= 0.95
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_already_queued_when_a_robots_txt_arrives_get_its_delay(site, other_site):
+    """Scrapy's slots are per host name: both sites (two ports of 127.0.0.1) share one.
+    The other site's robots.txt arrives while this site's pages wait in that slot;
+    none of its own pages is allowed, so only its arrival can raise the floor."""
+    robots(site, b"User-agent: *\nAllow: /\n")
+    robots(other_site, b"User-agent: *\nCrawl-delay: 1\nDisallow: /\n")
+    await crawl(
+        pages(site) + pages(other_site, 1), DOWNLOAD_DELAY=0.3, DOWNLOAD_DELAY_JITTER=0, **THROTTLE
+    )
+    assert other_site.paths() == ["/robots.txt"]
+    assert min(gaps(site)) >= 0.95
