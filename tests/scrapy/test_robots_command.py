@@ -1,0 +1,92 @@
+"""``scrapy robots``, run as a user runs it (a subprocess), against a local site."""
+
+import subprocess
+import sys
+
+from tests.server import closed_port
+
+ROBOTS = (
+    b"User-agent: *\nDisallow: /private\n\n"
+    b"User-agent: DemoBot\nDisallow: /drafts\nAllow: /drafts/published\nCrawl-delay: 1.5\n"
+    b"Request-rate: 1/10\nSitemap: http://example.com/sitemap.xml\n"
+)
+
+
+def robots(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def test_disallowed_names_the_rule_line_group_delays_and_sitemaps(site, tmp_path):
+    site.route("/robots.txt", body=ROBOTS)
+    result = robots(f"{site.url}/drafts/x", "--user-agent", "DemoBot", "--show-rules", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "verdict:      DISALLOWED by 'Disallow: /drafts' (line 5)" in out
+    assert "group:        User-agent: demobot (line 4)" in out
+    assert "crawl delay:  1.5 s" in out
+    assert "request rate: 1/10 s" in out
+    assert "sitemaps:     http://example.com/sitemap.xml" in out
+    assert "line    6  Allow: /drafts/published" in out
+    assert site.paths() == ["/robots.txt"]
+    assert site.hits[0].user_agent.startswith("Scrapy/")  # the project's USER_AGENT
+
+
+def test_allowed_by_a_rule_and_by_no_rule(site, tmp_path):
+    site.route("/robots.txt", body=ROBOTS)
+    by_rule = robots(f"{site.url}/drafts/published", "--user-agent", "DemoBot", cwd=tmp_path)
+    assert by_rule.returncode == 0
+    assert "ALLOWED by 'Allow: /drafts/published' (line 6)" in by_rule.stdout
+    other_bot = robots(f"{site.url}/drafts/x", "--user-agent", "OtherBot/2.0", cwd=tmp_path)
+    assert other_bot.returncode == 0
+    assert "crawler:      otherbot" in other_bot.stdout
+    assert "ALLOWED (no rule matched)" in other_bot.stdout
+
+
+def test_a_robots_txt_file_is_read_instead_of_fetched(tmp_path):
+    path = tmp_path / "robots.txt"
+    path.write_bytes(b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /a\r\n")
+    result = robots("https://example.com/a/b", "--file", str(path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "DISALLOWED by 'Disallow: /a' (line 2)" in result.stdout
+
+
+def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):
+    site.route("/robots.txt", status=503)
+    unreachable = robots(f"{site.url}/a", cwd=tmp_path)
+    assert unreachable.returncode == 1
+    assert "robots.txt unreachable (HTTP 503): everything disallowed" in unreachable.stdout
+    refused = robots(f"http://127.0.0.1:{closed_port()}/a", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "unreachable (network error)" in refused.stdout
+    fail_open = robots(f"{site.url}/a", "-s", "RFC9309_UNREACHABLE=allow", cwd=tmp_path)
+    assert fail_open.returncode == 0
+    site.route("/robots.txt", status=404)
+    assert robots(f"{site.url}/a", cwd=tmp_path).returncode == 0
+
+
+def test_redirects_are_followed_to_the_file(site, other_site, tmp_path):
+    site.route("/robots.txt", status=301, headers={"Location": f"{other_site.url}/robots.txt"})
+    other_site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
+    result = robots(f"{site.url}/a", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"robots.txt:   {other_site.url}/robots.txt (robots.txt fetched (HTTP 200))" in (
+        result.stdout
+    )
+
+
+def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_error(tmp_path):
+    assert robots("example.com/a", cwd=tmp_path).returncode == 2
+    missing = robots("https://example.com/a", "--file", str(tmp_path / "nope"), cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "error: cannot read" in missing.stdout
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_bytes(b"\x00\xff<html>not robots</html>\nDisallow /x\n")
+    result = robots("https://example.com/x", "--file", str(garbage), cwd=tmp_path)
+    assert result.returncode == 0  # rules before any user-agent line are ignored
+    assert "none applies" in result.stdout
