@@ -1,9 +1,10 @@
-# `make test` creates .venv, installs the package with its test extras and runs the suite.
+# `make demo` runs the example project's demo crawl; `make test` runs the suite.
+# Both create .venv and install the package (with its test extras) on first use.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test bench lint clean
+.PHONY: demo test bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -12,6 +13,9 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test,redis]"
 	touch $@
+
+demo: $(VENV)/.installed
+	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -25,7 +29,7 @@ bench: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/python -m pip install -q ruff mypy types-PyYAML
-	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks
+	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks example_project
 	$(BIN)/mypy
 
 clean:

@@ -124,16 +124,15 @@ class BudgetPolicy:
 
     def limits_for(self, host: str) -> DomainLimits:
         """The limits for *host*: the most specific allowlist entry covering it, else
-        the default policy counted per registrable domain (IPs and ``localhost`` per
-        host name)."""
+        the default policy counted per registrable domain.  IPs and ``localhost`` are
+        hosts of their own: only an entry naming them exactly covers them."""
         host = normalise_host(host)
-        if not _is_ip_or_local(host):
-            labels = host.split(".")
-            for start in range(len(labels)):
-                candidate = ".".join(labels[start:])
-                limits = self.entries.get(candidate)
-                if limits is not None:
-                    return DomainLimits(candidate, **vars(limits))
+        labels = [host] if _is_ip_or_local(host) else host.split(".")
+        for start in range(len(labels)):
+            candidate = ".".join(labels[start:])
+            limits = self.entries.get(candidate)
+            if limits is not None:
+                return DomainLimits(candidate, **vars(limits))
         return DomainLimits(registrable_domain(host), **vars(self.default))
 
 

@@ -99,7 +99,8 @@ class RobotsTxtMiddleware:
                 entry.describe(),
                 request,
             )
-            raise IgnoreRequest(f"Forbidden by robots.txt: {verdict.rule}")
+            line = f" (line {verdict.line})" if verdict.line else ""
+            raise IgnoreRequest(f"Forbidden by robots.txt: {verdict.rule}{line}")
         delay = entry.delay(token)
         if delay is not None:
             request.meta[META_DELAY] = delay
@@ -232,11 +233,6 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("rfc9309/stale")
         if authority not in self._warned:
             self._warned.add(authority)
-            reason = f"{type(exc).__name__}: {exc}" if exc is not None else entry.describe()
-            logger.warning(
-                "robots.txt of %s is unreachable (%s); %s",
-                authority,
-                reason,
-                entry.describe(),
-            )
+            error = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+            logger.warning("%s: %s%s", authority, entry.describe(), error)
         return entry

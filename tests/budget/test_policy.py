@@ -154,3 +154,12 @@ def test_day_is_the_calendar_day_in_the_time_zone():
     assert day_of(moment, zone("America/Los_Angeles")) == "2026-11-22"
     with pytest.raises(PolicyError, match="DOMAINBUDGET_TIMEZONE"):
         zone("Mars/Olympus_Mons")
+
+
+def test_an_entry_naming_an_ip_or_localhost_covers_exactly_that_host():
+    policy = BudgetPolicy.from_dict(
+        {"allowlist": [{"domain": "127.0.0.1", "max_pages_per_day": 8}, {"domain": "0.1"}]}
+    )
+    assert policy.limits_for("127.0.0.1").max_pages_per_day == 8
+    assert policy.limits_for("10.0.0.1").key == "10.0.0.1"  # "0.1" is no parent of an IP
+    assert policy.limits_for("10.0.0.1").max_pages_per_day == 100
