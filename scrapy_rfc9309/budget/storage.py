@@ -191,7 +191,7 @@ class SQLiteStorage(BudgetStorage):
         return cls(settings.get("DOMAINBUDGET_SQLITE_PATH"))
 
     def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # a later chdir must not move the budget
         self.timeout = timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []

@@ -76,7 +76,7 @@ def budget_settings(settings: BaseSettings) -> BaseSettings:
     defaulting to ``.scrapy/domainbudget.sqlite`` in the project."""
     filled = with_defaults(settings, BUDGET_DEFAULTS)
     if filled.get("DOMAINBUDGET_SQLITE_PATH") is None:
-        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite", createdir=True))
+        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite"))
     return filled
 
 

@@ -1,0 +1,91 @@
+"""Every snippet of the README is exercised: the ``>>>`` examples by doctest, each
+Python settings block by a real (empty) crawl with those settings, the policy YAML
+by the policy loader, the shell commands by running them."""
+
+import doctest
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.crawler import CrawlerRunner
+
+from scrapy_rfc9309.budget.policy import BudgetPolicy
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
+
+
+def blocks(language):
+    return [body for lang, body in BLOCKS if lang == language]
+
+
+def test_the_interactive_examples():
+    result = doctest.testfile(str(ROOT / "README.md"), module_relative=False, verbose=False)
+    assert result.attempted >= 6 and result.failed == 0
+
+
+class NoRequests(scrapy.Spider):
+    name = "readme"
+
+    async def start(self):
+        return
+        yield
+
+
+@pytest.mark.parametrize("snippet", blocks("python"))
+@pytest_twisted.ensureDeferred
+async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypatch):
+    namespace: dict = {}
+    exec(snippet, namespace)
+    settings = {name: value for name, value in namespace.items() if name.isupper()}
+    assert settings, snippet
+    # Relative paths in the snippets are a project's: config/domains.yaml, .scrapy/.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    shutil.copy(ROOT / "example_project" / "config" / "domains.yaml", tmp_path / "config")
+    crawler = CrawlerRunner({**settings, "TELNETCONSOLE_ENABLED": False}).create_crawler(NoRequests)
+    await crawler.crawl()
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    enabled = {type(m).__name__ for m in crawler.engine.downloader.middleware.middlewares}
+    if settings.get("ROBOTSTXT_PARSER"):
+        assert "RobotsTxtMiddleware" in enabled
+    else:
+        assert (
+            crawler.settings.getbool("ROBOTSTXT_OBEY") is False
+            or {"RobotsTxtMiddleware"} <= enabled
+        )
+    if settings.get("DOMAINBUDGET_ENABLED"):
+        assert "DomainBudgetMiddleware" in enabled
+
+
+def test_the_policy_yaml(tmp_path):
+    (yaml_block,) = blocks("yaml")
+    path = tmp_path / "domains.yaml"
+    path.write_text(yaml_block)
+    policy = BudgetPolicy.from_file(path)
+    assert policy.limits_for("en.wikipedia.org").key == "wikipedia.org"
+
+
+def test_the_shell_commands():
+    makefile = (ROOT / "Makefile").read_text()
+    commands = [line.split("#")[0].strip() for body in blocks("sh") for line in body.splitlines()]
+    for command in filter(None, commands):
+        words = shlex.split(command)
+        if words[0] == "make":
+            assert re.search(rf"^{words[1]}:", makefile, re.MULTILINE), command
+        elif words[0] == "scrapy":
+            # The explain example: its output is the plain block that follows it.
+            result = subprocess.run(
+                [sys.executable, "-m", "scrapy", *words[1:]], cwd=ROOT, capture_output=True
+            )
+            expected = README.split(f"{command}\n```\n\n```\n", 1)[1].split("```", 1)[0]
+            assert result.stdout.decode() == expected
+        else:
+            pytest.fail(f"README command not covered by a test: {command}")
