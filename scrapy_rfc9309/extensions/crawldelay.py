@@ -99,8 +99,11 @@ class CrawlDelayThrottle:
         else:
             self._robots_delays.pop(authority, None)
         # The robots.txt request's own slot, and any slot with requests already queued.
-        keys = self._slots_of.get(authority, set()) | {_slots.slot_key(request) or ""}
-        for key in keys - {""}:
+        keys = set(self._slots_of.get(authority, ()))
+        own_key = _slots.slot_key(request)
+        if own_key is not None:
+            keys.add(own_key)
+        for key in keys:
             self._update(key, authority, request)
 
     def _reached(self, request: Request, spider: Any = None) -> None:
