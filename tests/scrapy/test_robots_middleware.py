@@ -288,3 +288,23 @@ async def test_robots_parsed_signal_carries_the_parsed_file_and_its_delay(site):
     assert url == site.url + "/robots.txt"
     assert parser.crawl_delay("TestBot") == 2
     assert not parser.allowed(site.url + "/x", "TestBot")
+
+
+@pytest_twisted.ensureDeferred
+async def test_our_parser_on_scrapys_own_middleware_matches_like_ours(site):
+    """One request at a time: Scrapy's own middleware hands the parser only to the
+    first request that waits for robots.txt and lets the others through unchecked
+    (a middleware decision the adapter cannot change; see the README)."""
+    site.route(
+        "/robots.txt",
+        body=b"User-agent: Test\nDisallow: /\n\n"
+        b"User-agent: TestBot\nDisallow: /secret\nAllow: /secret/ok\nDisallow: /*.pdf$\n",
+    )
+    crawler = await crawl(
+        pages(site, "/a", "/secret/x", "/secret/ok", "/doc.pdf", "/doc.pdf?x"),
+        DOWNLOADER_MIDDLEWARES={},  # Scrapy's own RobotsTxtMiddleware
+        ROBOTSTXT_PARSER="scrapy_rfc9309.RobotParser",
+        CONCURRENT_REQUESTS=1,
+    )
+    assert sorted(site.paths()) == ["/a", "/doc.pdf?x", "/robots.txt", "/secret/ok"]
+    assert crawler.stats.get_value("robotstxt/forbidden") == 2
