@@ -25,7 +25,7 @@ from pathlib import Path
 ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private/ok\n"
 PAGE = b"<html><body>" + b"<p>text</p>" * 50 + b"</body></html>"
 ROBOTS_MODES = ("none", "builtin", "rfc9309")
-BUDGET_MODES = ("none", "budget-sqlite", "budget-redis")
+BUDGET_MODES = ("none", "budget-memory", "budget-sqlite", "budget-redis")
 
 
 def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
@@ -41,6 +41,10 @@ def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
         "none": {"ROBOTSTXT_OBEY": False},
         "builtin": {"ROBOTSTXT_OBEY": True},
         "rfc9309": {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}},
+        "budget-memory": {
+            **budget,
+            "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.MemoryStorage",
+        },
         "budget-sqlite": {
             **budget,
             "DOMAINBUDGET_SQLITE_PATH": f"{workdir}/budget-{time.time_ns()}.sqlite",

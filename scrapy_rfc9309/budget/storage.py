@@ -9,8 +9,8 @@ The plain methods may block (on a file lock or the network).  The ``*_async``
 methods of the hot path (reserve, count a request, release a page) never block the
 event loop they run on: the memory storage answers at once, the SQLite storage
 tries its statement without waiting for a lock and hands it to a worker thread only
-when another writer holds the file, the Redis storage uses an asyncio client, and
-any other storage falls back to a worker thread.
+when another writer holds the file, the Redis storage uses a pipelined asyncio
+connection, and any other storage falls back to a worker thread.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import ssl
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
+
+from .resp import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
 
 _T = TypeVar("_T")
 
@@ -330,8 +333,14 @@ class RedisStorage(BudgetStorage):
 
     One hash per (day, domain), ``domainbudget:{day}:{domain}`` with fields ``r`` and
     ``p``: every script touches a single key, so Redis Cluster works.  A reservation is
-    one Lua script (one round trip).  Keys expire after ``ttl_days``.  The ``*_async``
-    methods use a ``redis.asyncio`` client bound to the event loop that first uses it.
+    one Lua script (one round trip).  Keys expire after ``ttl_days``.
+
+    The plain methods use redis-py.  The ``*_async`` methods use
+    :class:`~scrapy_rfc9309.budget.resp.PipelinedRedis`, one pipelined connection
+    bound to the event loop that first uses it; when the URL carries options that
+    client does not know (anything but host, port, db, user, password, TLS with the
+    default certificate checks, a Unix socket and timeouts), they run the redis-py
+    calls in a worker thread instead.
     """
 
     _RESERVE = """
@@ -367,41 +376,52 @@ class RedisStorage(BudgetStorage):
     ):
         try:
             import redis
-            import redis.asyncio
         except ImportError as exc:
             raise StorageError(
                 "RedisStorage needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             ) from exc
-        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._errors: tuple[type[BaseException], ...] = (
+            redis.RedisError,
+            OSError,
+            RedisConnectionError,
+            RedisReplyError,
+        )
         self.prefix = prefix
         self.ttl = ttl_days * 86400
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
-        self._async_client = redis.asyncio.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
-        # source -> (blocking script, asyncio script)
-        self._scripts = {
-            source: (
-                self.client.register_script(source),
-                self._async_client.register_script(source),
+        try:
+            self.client = redis.Redis.from_url(
+                url, socket_timeout=timeout, socket_connect_timeout=timeout
             )
+        except ValueError as exc:
+            raise StorageError(f"Redis budget storage: bad URL {url!r}: {exc}") from exc
+        self._scripts = {
+            source: self.client.register_script(source)
             for source in (self._RESERVE, self._COUNT_REQUEST, self._RELEASE)
         }
+        address = _pipelined_address(url, timeout)
+        self._pipe = PipelinedRedis(address) if address else None
 
     def _key(self, day: str, key: str) -> str:
         return f"{self.prefix}:{day}:{key}"
 
     def _run(self, source: str, day: str, key: str, *args: Any) -> int:
         try:
-            return int(self._scripts[source][0](keys=[self._key(day, key)], args=args))
+            return int(self._scripts[source](keys=[self._key(day, key)], args=args))
         except self._errors as exc:
             raise StorageError(f"Redis budget storage: {exc}") from exc
 
     async def _run_async(self, source: str, day: str, key: str, *args: Any) -> int:
+        if self._pipe is None:
+            return await asyncio.to_thread(self._run, source, day, key, *args)
+        script_args = (1, self._key(day, key), *args)
         try:
-            return int(await self._scripts[source][1](keys=[self._key(day, key)], args=args))
+            try:
+                reply = await self._pipe.call("EVALSHA", self._scripts[source].sha, *script_args)
+            except RedisReplyError as exc:
+                if not str(exc).startswith("NOSCRIPT"):
+                    raise
+                reply = await self._pipe.call("EVAL", source, *script_args)  # loads it
+            return int(reply)
         except self._errors as exc:
             raise StorageError(f"Redis budget storage: {exc}") from exc
 
@@ -446,7 +466,32 @@ class RedisStorage(BudgetStorage):
 
     def close(self) -> None:
         self.client.close()
+        if self._pipe is not None:
+            self._pipe.close()
 
     async def close_async(self) -> None:
-        self.client.close()
-        await self._async_client.aclose()
+        self.close()  # closing sockets does not block
+
+
+def _pipelined_address(url: str, timeout: float) -> RedisAddress | None:
+    """The address for :class:`PipelinedRedis` from a redis-py URL, or None when the
+    URL has options that client does not support."""
+    from redis.connection import SSLConnection, UnixDomainSocketConnection, parse_url
+
+    options = parse_url(url)  # type: ignore[no-untyped-call]
+    connection_class = options.pop("connection_class", None)
+    timeout = options.pop("socket_timeout", None) or timeout
+    if set(options) - {"host", "port", "path", "db", "username", "password"}:
+        return None
+    if connection_class not in (None, SSLConnection, UnixDomainSocketConnection):
+        return None
+    return RedisAddress(
+        host=options.get("host") or "localhost",
+        port=options.get("port") or 6379,
+        path=options.get("path"),
+        tls=ssl.create_default_context() if connection_class is SSLConnection else None,
+        username=options.get("username"),
+        password=options.get("password"),
+        db=options.get("db") or 0,
+        timeout=timeout,
+    )

@@ -10,7 +10,10 @@ from tests.server import closed_port
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    """A redis-server on a free port; with *password*, clients must log in
+    (``url`` never carries the password)."""
+
+    def __init__(self, password: str | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -30,12 +33,13 @@ class RedisServer:
                 "",
                 "--appendonly",
                 "no",
+                *(["--requirepass", password] if password else []),
             ],
             stdout=subprocess.DEVNULL,
         )
         import redis
 
-        client = redis.Redis.from_url(self.url)
+        client = redis.Redis.from_url(self.url, password=password)
         deadline = time.monotonic() + 10
         while True:
             try:

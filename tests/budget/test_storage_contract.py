@@ -26,15 +26,19 @@ def on_loop(coroutine):
     return Deferred.fromFuture(asyncio.ensure_future(coroutine))
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-threaded"])
 def storage(request, tmp_path):
     if request.param == "memory":
         store = MemoryStorage()
     elif request.param == "sqlite":
         store = SQLiteStorage(tmp_path / "budget.sqlite")
     else:
-        server = request.getfixturevalue("redis_server")
-        store = RedisStorage(server.url, prefix=f"test-{uuid.uuid4().hex}")
+        url = request.getfixturevalue("redis_server").url
+        if request.param == "redis-threaded":
+            # An option the pipelined client does not know: redis-py in a worker thread.
+            url += "?health_check_interval=30"
+        store = RedisStorage(url, prefix=f"test-{uuid.uuid4().hex}")
+        assert (store._pipe is None) == (request.param == "redis-threaded")
     yield store
     store.close()
 
