@@ -61,6 +61,9 @@ class ChainSpider(ListSpider):
     def failed(self, failure):
         return self._continue(failure.request.cb_kwargs["index"], None)
 
+    def between(self, response):
+        pass
+
     def _continue(self, index, response):
         if index + 1 < len(self.urls):
             self.between(response)

@@ -13,6 +13,7 @@ one small class per distinct floor value.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader import Downloader, Slot
@@ -78,8 +79,13 @@ def set_floor(slot: Slot, floor: float) -> None:
     slot.__class__ = _floored_class(base, floor) if floor > 0 else base
 
 
+def now() -> float:
+    """The clock of :func:`last_start`."""
+    return time.monotonic()
+
+
 def last_start(slot: Slot) -> float:
-    """When *slot* last started a request (monotonic clock)."""
+    """When *slot* last started a request (on the clock of :func:`now`)."""
     return float(slot.lastseen)
 
 

@@ -60,8 +60,10 @@ class CrawlDelayThrottle:
         self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
         self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
         self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
-        self._floors: dict[str, float] = {}  # slot key -> floor applied
-        self._last_starts: dict[str, float] = {}  # floored slot key -> last request start
+        # Floored slot key -> its last request start, kept while a slot made again
+        # for the key would still have to wait (see _forget_old_starts).
+        self._last_starts: dict[str, float] = {}
+        self._starts_recorded = 0
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
@@ -113,11 +115,23 @@ class CrawlDelayThrottle:
 
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
-        if key is None or key not in self._floors:
+        slot = _slots.slot(self.crawler, key) if key is not None else None
+        if slot is None or not _slots.floor_of(slot):
             return
-        slot = _slots.slot(self.crawler, key)
-        if slot is not None:
-            self._last_starts[key] = _slots.last_start(slot)
+        self._last_starts[key] = _slots.last_start(slot)
+        self._starts_recorded += 1
+        if self._starts_recorded % self.FORGET_EVERY == 0:
+            self._forget_old_starts()
+
+    FORGET_EVERY = 1000
+
+    def _forget_old_starts(self) -> None:
+        """Drop the last starts that a slot made again would no longer wait for, so
+        that a broad crawl keeps one entry per recently used host, not per host seen."""
+        now = _slots.now()
+        for key, started in list(self._last_starts.items()):
+            if started + self.floor(key) <= now:
+                del self._last_starts[key]
 
     # -- floors ----------------------------------------------------------
 
@@ -145,8 +159,6 @@ class CrawlDelayThrottle:
             # Scrapy collected the idle slot and made a new one: keep the spacing.
             _slots.continue_after(slot, self._last_starts[key])
         _slots.set_floor(slot, floor)
-        if self._floors.get(key) != floor:
-            self._floors[key] = floor
-            if floor > self._slot_delays.get(key, self._default_delay):
-                self.stats.inc_value("crawldelay/applied")
-            logger.debug("Slot %s: at least %.6g s between request starts", key, floor)
+        if floor > self._slot_delays.get(key, self._default_delay):
+            self.stats.inc_value("crawldelay/applied")
+        logger.debug("Slot %s: at least %.6g s between request starts", key, floor)

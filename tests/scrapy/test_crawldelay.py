@@ -5,6 +5,7 @@ import itertools
 
 import pytest_twisted
 
+from scrapy_rfc9309 import CrawlDelayThrottle
 from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
 
 THROTTLE = {
@@ -112,6 +113,23 @@ async def test_a_slot_made_again_after_being_collected_keeps_its_floor(site):
     robots(site, b"User-agent: *\nCrawl-delay: 1\n")
     await crawl(pages(site, 3), spider=ForgetfulSpider, **THROTTLE)
     assert min(gaps(site)) >= 0.95
+
+
+@pytest_twisted.ensureDeferred
+async def test_last_starts_a_new_slot_would_not_wait_for_are_forgotten(
+    site, other_site, monkeypatch
+):
+    """One page of a site, then pages of another: by the end, the first site's
+    last start is older than its floor, so it is no longer kept."""
+    monkeypatch.setattr(CrawlDelayThrottle, "FORGET_EVERY", 1)
+    robots(site, b"User-agent: *\nCrawl-delay: 0.2\n")
+    robots(other_site, b"User-agent: *\nCrawl-delay: 0.2\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
+    urls = pages(site, 1) + [url.replace(other_site.url, other_url) for url in pages(other_site)]
+    crawler = await crawl(urls, spider=ChainSpider, **THROTTLE)
+    throttle = crawler.get_extension(CrawlDelayThrottle)
+    assert list(throttle._last_starts) == ["localhost"]
+    assert min(gaps(other_site)) >= 0.19
 
 
 @pytest_twisted.ensureDeferred
