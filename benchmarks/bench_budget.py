@@ -89,6 +89,7 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )
+    bench_crawl.pin(process.pid, "redis")
     url = f"redis://127.0.0.1:{port}/0"
     import redis
 
@@ -121,8 +122,9 @@ def main() -> None:
                 four_text = f"{four:,.0f}" if four else "n/a"
                 print(f"{kind:<10} {one:>12,.0f} {four_text:>12} {on_loop:>12,.0f}")
             print()
-            best = bench_crawl.compare(bench_crawl.BUDGET_MODES, args.pages, args.rounds, redis_url)
-            bench_crawl.print_table(best, args.pages, args.rounds)
+            modes = bench_crawl.BUDGET_MODES
+            times = bench_crawl.compare(modes, args.pages, args.rounds, redis_url)
+            bench_crawl.print_table(times, args.pages)
     finally:
         redis_process.terminate()
 

@@ -332,8 +332,9 @@ class RedisStorage(BudgetStorage):
     """Counters in Redis, for many processes or machines sharing one budget.
 
     One hash per (day, domain), ``domainbudget:{day}:{domain}`` with fields ``r`` and
-    ``p``: every script touches a single key, so Redis Cluster works.  A reservation is
-    one Lua script (one round trip).  Keys expire after ``ttl_days``.
+    ``p``: every script touches a single key, as Redis Cluster requires (the storage
+    talks to one server: a cluster is reached through a cluster-aware proxy).  A
+    reservation is one Lua script (one round trip).  Keys expire after ``ttl_days``.
 
     The plain methods use redis-py.  The ``*_async`` methods use
     :class:`~scrapy_rfc9309.budget.resp.PipelinedRedis`, one pipelined connection
