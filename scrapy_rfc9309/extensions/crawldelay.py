@@ -115,7 +115,9 @@ class CrawlDelayThrottle:
 
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
-        slot = _slots.slot(self.crawler, key) if key is not None else None
+        if key is None:
+            return
+        slot = _slots.slot(self.crawler, key)
         if slot is None or not _slots.floor_of(slot):
             return
         self._last_starts[key] = _slots.last_start(slot)
