@@ -133,3 +133,104 @@ async def test_counters_start_from_zero_when_the_day_changes_mid_crawl(site, db,
     )
     # Day 1: /p/0 and /p/1, /p/2 dropped; the day changes; day 2: /p/3 and /p/4, /p/5 dropped.
     assert page_paths(site) == ["/p/0", "/p/1", "/p/3", "/p/4"]
+
+
+def usage(db, key="127.0.0.1"):
+    """Today's (requests, pages) of *key* in the SQLite file."""
+    from scrapy_rfc9309.budget.policy import day_of, zone
+    from scrapy_rfc9309.budget.storage import SQLiteStorage
+    from scrapy_rfc9309.downloadermiddlewares.budget import now
+
+    storage = SQLiteStorage(db)
+    try:
+        return storage.usage(day_of(now(), zone("UTC"))).get(key, (0, 0))
+    finally:
+        storage.close()
+
+
+WITH_ADDON = {
+    "DOMAINBUDGET_ENABLED": True,
+    "DOWNLOADER_MIDDLEWARES": {},
+    "ADDONS": {"scrapy_rfc9309.Addon": 500},
+}
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_retry_is_a_request_of_the_budget(site, db):
+    site.route("/p/flaky", status=503)
+    await crawl(
+        [f"{site.url}/p/flaky"],
+        DOMAINBUDGET_POLICY=policy(requests=3),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        RETRY_ENABLED=True,
+        RETRY_TIMES=5,
+        **WITH_ADDON,
+    )
+    # robots.txt and two tries fill the 3 requests; the other retries are dropped.
+    assert site.paths() == ["/robots.txt", "/p/flaky", "/p/flaky"]
+    assert usage(db) == (3, 0)  # no 503 is a page
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_redirect_hop_is_a_request_of_the_budget(site, db):
+    site.route("/p/moved", status=301, headers={"Location": "/p/new"})
+    crawler = await crawl(
+        [f"{site.url}/p/moved"],
+        DOMAINBUDGET_POLICY=policy(requests=2),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        **WITH_ADDON,
+    )
+    assert site.paths() == ["/robots.txt", "/p/moved"]  # the hop to /p/new was refused
+    assert crawler.stats.get_value("domainbudget/dropped/max_requests_per_day") == 1
+    assert usage(db) == (2, 0)
+
+
+@pytest_twisted.ensureDeferred
+async def test_http_cache_hits_cost_nothing(site, db, tmp_path):
+    urls = [f"{site.url}/p/{i}" for i in range(3)]
+    settings = {
+        "DOMAINBUDGET_POLICY": policy(),
+        "DOMAINBUDGET_SQLITE_PATH": db,
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path / "httpcache"),
+        **WITH_ADDON,
+    }
+    await crawl(urls, **settings)
+    first = usage(db)
+    site.hits.clear()
+    crawler = await crawl(urls, **settings)
+    assert site.paths() == []  # all from the cache, robots.txt included
+    assert crawler.stats.get_value("httpcache/hit") == 4
+    assert first == usage(db) == (4, 3)
+
+
+@pytest_twisted.ensureDeferred
+async def test_one_info_line_per_domain_when_over_budget_and_a_summary_at_close(site, db, caplog):
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
+    await crawl(
+        [f"{site.url}/p/{i}" for i in range(8)],
+        DOMAINBUDGET_POLICY=policy(pages=3),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        **BUDGET,
+    )
+    messages = [r.getMessage() for r in caplog.records if r.name.endswith(".budget")]
+    reached = [m for m in messages if "reached" in m]
+    assert len(reached) == 1 and "127.0.0.1" in reached[0] and "max_pages_per_day = 3" in reached[0]
+    assert messages[-1].startswith("Daily budget of 127.0.0.1 on ")
+    assert messages[-1].endswith(": 4/unlimited requests, 3/3 pages")  # robots.txt + 3 pages
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_storage_failure_is_logged_once(site, caplog):
+    from tests.server import closed_port
+
+    crawler = await crawl(
+        [f"{site.url}/p/{i}" for i in range(4)],
+        DOMAINBUDGET_STORAGE="scrapy_rfc9309.budget.storage.RedisStorage",
+        DOMAINBUDGET_REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0",
+        **BUDGET,
+    )
+    failures = [r for r in caplog.records if "Budget storage failed (" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].levelname == "ERROR"
+    assert crawler.stats.get_value("domainbudget/storage_error") == 5  # robots.txt + 4 pages
+    assert len(page_paths(site)) == 4
