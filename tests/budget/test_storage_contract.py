@@ -229,6 +229,30 @@ async def test_sqlite_async_never_waits_for_a_lock_on_the_event_loop(tmp_path):
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_redis_that_never_answers_does_not_freeze_the_event_loop():
+    """The loop keeps running while the reservation waits; after the timeout it
+    fails with StorageError (the middleware's fail-open/deny policy takes over)."""
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    store = RedisStorage(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", timeout=0.5)
+
+    async def scenario():
+        ticks = 0
+        reservation = asyncio.ensure_future(store.reserve_async("a.com", DAY, 0, 0))
+        while not reservation.done():
+            await asyncio.sleep(0.01)
+            ticks += 1
+        with pytest.raises(StorageError, match=r"no reply from Redis within 0\.5 s"):
+            await reservation
+        await store.close_async()
+        return ticks
+
+    assert await on_loop(scenario()) >= 10  # a blocked loop would tick once at most
+    silent.close()
+
+
+@pytest_twisted.ensureDeferred
 async def test_sqlite_checkpoints_off_the_loop(tmp_path):
     path = tmp_path / "budget.sqlite"
     store = SQLiteStorage(path)
