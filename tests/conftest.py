@@ -1,3 +1,5 @@
+import socket
+
 import pytest
 
 from tests.server import Site
@@ -24,3 +26,10 @@ def redis_server():
     server = RedisServer()  # raises (the test fails, never skips) without redis-server
     yield server
     server.stop()
+
+
+@pytest.fixture
+def silent_port():
+    """A loopback port that accepts connections and never answers."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]

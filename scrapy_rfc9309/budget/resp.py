@@ -61,6 +61,9 @@ class PipelinedRedis:
         return await protocol.send(args)
 
     def close(self) -> None:
+        """Drop the connection, and any being made (a later call connects again)."""
+        if self._connecting is not None:
+            self._connecting.cancel()
         if self._protocol is not None:
             self._protocol.close()
             self._protocol = None
@@ -104,6 +107,9 @@ class PipelinedRedis:
         except RedisReplyError as exc:
             protocol.close()
             raise RedisConnectionError(f"Redis at {where} refused the login: {exc}") from exc
+        except BaseException:  # a timeout or a cancelled connect: leave no socket open
+            protocol.close()
+            raise
         return protocol
 
 

@@ -477,14 +477,13 @@ class RedisStorage(BudgetStorage):
 def _pipelined_address(url: str, timeout: float) -> RedisAddress | None:
     """The address for :class:`PipelinedRedis` from a redis-py URL, or None when the
     URL has options that client does not support."""
-    from redis.connection import SSLConnection, UnixDomainSocketConnection, parse_url
+    from redis.connection import SSLConnection, parse_url
 
     options = parse_url(url)  # type: ignore[no-untyped-call]
+    # For rediss:// and unix:// URLs; a Unix socket is told by its path.
     connection_class = options.pop("connection_class", None)
     timeout = options.pop("socket_timeout", None) or timeout
     if set(options) - {"host", "port", "path", "db", "username", "password"}:
-        return None
-    if connection_class not in (None, SSLConnection, UnixDomainSocketConnection):
         return None
     return RedisAddress(
         host=options.get("host") or "localhost",

@@ -1,7 +1,6 @@
 """The pipelined Redis client: RESP parsing, and a real redis-server."""
 
 import asyncio
-import socket
 import time
 import uuid
 
@@ -116,11 +115,8 @@ async def test_a_lost_connection_fails_the_calls_in_flight_and_the_next_call_rec
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_silent_server_times_out_and_a_refused_connection_fails():
-    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
-    client = PipelinedRedis(
-        RedisAddress(host="127.0.0.1", port=silent.getsockname()[1], timeout=0.3)
-    )
+async def test_a_silent_server_times_out_and_a_refused_connection_fails(silent_port):
+    client = PipelinedRedis(RedisAddress(host="127.0.0.1", port=silent_port, timeout=0.3))
     refused = PipelinedRedis(RedisAddress(host="127.0.0.1", port=closed_port(), timeout=0.3))
 
     async def scenario():
@@ -134,7 +130,6 @@ async def test_a_silent_server_times_out_and_a_refused_connection_fails():
         return waited
 
     assert 0.25 < await on_loop(scenario()) < 2
-    silent.close()
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +173,19 @@ async def test_scripts_flushed_from_the_server_are_sent_again(redis_server):
     assert await on_loop(scenario()) == (Reservation.GRANTED, Reservation.GRANTED)
     assert store.usage(DAY) == {"a.com": (2, 2)}
     store.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_closing_while_connecting_leaves_no_connection(redis_server):
+    client = client_for(redis_server)
+
+    async def scenario():
+        call = asyncio.ensure_future(client.call("PING"))
+        await asyncio.sleep(0)  # the connection is being made
+        client.close()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.05)
+        return client._protocol
+
+    assert await on_loop(scenario()) is None

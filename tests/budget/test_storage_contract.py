@@ -229,13 +229,10 @@ async def test_sqlite_async_never_waits_for_a_lock_on_the_event_loop(tmp_path):
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_redis_that_never_answers_does_not_freeze_the_event_loop():
+async def test_a_redis_that_never_answers_does_not_freeze_the_event_loop(silent_port):
     """The loop keeps running while the reservation waits; after the timeout it
     fails with StorageError (the middleware's fail-open/deny policy takes over)."""
-    import socket
-
-    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
-    store = RedisStorage(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", timeout=0.5)
+    store = RedisStorage(f"redis://127.0.0.1:{silent_port}/0", timeout=0.5)
 
     async def scenario():
         ticks = 0
@@ -249,7 +246,6 @@ async def test_a_redis_that_never_answers_does_not_freeze_the_event_loop():
         return ticks
 
     assert await on_loop(scenario()) >= 10  # a blocked loop would tick once at most
-    silent.close()
 
 
 @pytest_twisted.ensureDeferred
