@@ -63,8 +63,6 @@ class Group:
     rules: list[Rule] = field(default_factory=list)
     crawl_delays: list[float] = field(default_factory=list)
     request_rates: list[tuple[int, float]] = field(default_factory=list)
-    #: True once an Allow/Disallow line was seen: the next user-agent line starts a new group.
-    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +79,11 @@ class GroupSelection:
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
-_RATE = re.compile(r"(\d+)\s*/\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)(?![A-Za-z])", re.IGNORECASE)
+# At most 9 digits of requests: a larger count is no real rate, and int() of a
+# hostile 5,000-digit number would raise (Python's int string limit).
+_RATE = re.compile(
+    r"(\d{1,9})\s*/\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)(?![A-Za-z])", re.IGNORECASE
+)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
@@ -150,7 +152,11 @@ class RuleSet:
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         compiled = []
+        written: set[tuple[bool, str]] = set()
         for rule in rules:
+            if (rule.allow, rule.pattern) in written:
+                continue  # the same line again: only its first copy can decide
+            written.add((rule.allow, rule.pattern))
             pattern = Pattern(rule.pattern)
             if pattern.head and not pattern.head.startswith("/"):
                 continue  # every path starts with "/": this rule can never match
@@ -159,11 +165,21 @@ class RuleSet:
             candidate = (pattern.kind, pattern.literal, arg, verdict)
             # Sorts by (-length, Disallow after Allow, line); lines are unique.
             compiled.append(
-                (-pattern.length, not rule.allow, rule.line, pattern.head[1:], candidate)
+                (-pattern.length, not rule.allow, rule.line, pattern.text, pattern.head[1:], candidate)
             )
         compiled.sort()
-        self._candidates = [entry[4] for entry in compiled]
-        heads = [(position, entry[3]) for position, entry in enumerate(compiled)]
+        # A pattern that is the same once canonical ("/a%7e" and "/a~", or an Allow's
+        # pattern written as a Disallow) can never decide: the first one in decision
+        # order always matches first.  Repeats are dropped, so 36,000 copies of one
+        # rule cost what one does.
+        seen: set[str] = set()
+        unique = []
+        for entry in compiled:
+            if entry[3] not in seen:
+                seen.add(entry[3])
+                unique.append(entry)
+        self._candidates = [entry[5] for entry in unique]
+        heads = [(position, entry[4]) for position, entry in enumerate(unique)]
         ended = self._cut([position for position, head in heads if not head])
         self._root = self._build([(p, h) for p, h in heads if h], 0, ended)
 
@@ -283,6 +299,7 @@ class RobotsTxt:
         *,
         truncated: bool = False,
         lenient_lines: int = 0,
+        ignored: list[tuple[int, str]] | None = None,
     ) -> None:
         self.groups = groups
         self.sitemaps = sitemaps
@@ -290,6 +307,9 @@ class RobotsTxt:
         self.truncated = truncated
         #: How many lines were only understood thanks to lenient parsing.
         self.lenient_lines = lenient_lines
+        #: ``(line, record)`` of the first Crawl-delay / Request-rate records whose
+        #: value was unusable and ignored (at most :data:`MAX_IGNORED`).
+        self.ignored = ignored or []
         self._by_token: dict[str, list[Group]] = {}
         for group in groups:
             for agent in group.agents:
@@ -320,40 +340,57 @@ class RobotsTxt:
 
     @classmethod
     def from_records(cls, records: Iterable[Record], *, truncated: bool = False) -> RobotsTxt:
-        """Build the model from a record stream (see :func:`.lexer.records`)."""
+        """Build the model from a record stream (see :func:`.lexer.records`).
+
+        Linear in the number of records, whatever they repeat.
+        """
         groups: list[Group] = []
-        sitemaps: list[str] = []
+        sitemaps: dict[str, None] = {}  # an ordered set
+        ignored: list[tuple[int, str]] = []
         current: Group | None = None
+        current_agents: set[str] = set()
+        in_rules = False  # an Allow/Disallow line was seen: a user-agent line starts a group
         lenient_lines = 0
         for line, directive, _key, value, lenient in records:
             lenient_lines += lenient
             if directive == lexer.DISALLOW or directive == lexer.ALLOW:
                 if current is None:
                     continue  # before the first user-agent line: no group (§2.2.2)
-                current.closed = True
+                in_rules = True
                 if value:  # an empty pattern is no rule
                     current.rules.append(_new_rule((directive == lexer.ALLOW, value, line)))
             elif directive == lexer.USER_AGENT:
-                if current is None or current.closed:
-                    current = Group([], line)
+                if current is None or in_rules:
+                    current, current_agents, in_rules = Group([], line), set(), False
                     groups.append(current)
                 agent = STAR if _is_star(value) else product_token(value)
-                if agent and agent not in current.agents:
+                if agent and agent not in current_agents:
+                    current_agents.add(agent)
                     current.agents.append(agent)
             elif directive == lexer.SITEMAP:
-                if value and value not in sitemaps:
-                    sitemaps.append(value)
+                if value:
+                    sitemaps[value] = None
             elif current is None:
                 continue
             elif directive == lexer.CRAWL_DELAY:
                 delay = parse_crawl_delay(value)
                 if delay is not None:
                     current.crawl_delays.append(delay)
+                elif len(ignored) < MAX_IGNORED:
+                    ignored.append((line, f"Crawl-delay: {_shorten(value)}"))
             elif directive == lexer.REQUEST_RATE:
                 rate = parse_request_rate(value)
                 if rate is not None:
                     current.request_rates.append(rate)
-        return cls(groups, sitemaps, truncated=truncated, lenient_lines=lenient_lines)
+                elif len(ignored) < MAX_IGNORED:
+                    ignored.append((line, f"Request-rate: {_shorten(value)}"))
+        return cls(
+            groups,
+            list(sitemaps),
+            truncated=truncated,
+            lenient_lines=lenient_lines,
+            ignored=ignored,
+        )
 
     # -- group selection -------------------------------------------------
 
@@ -363,12 +400,11 @@ class RobotsTxt:
         All groups naming the crawler, merged; if none does, all ``*`` groups,
         merged; otherwise none (§2.2.1).
         """
-        selection = self._selections.get(user_agent)
+        token = product_token(user_agent)
+        selection = self._selections.get(token)
         if selection is None:
-            token = product_token(user_agent)
             groups = (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
-            selection = GroupSelection(token, tuple(groups))
-            self._selections[user_agent] = selection
+            selection = self._selections[token] = GroupSelection(token, tuple(groups))
         return selection
 
     def rules(self, user_agent: str) -> list[Rule]:
@@ -381,7 +417,14 @@ class RobotsTxt:
         """Decide whether *user_agent* may fetch *url* (an absolute URL or a path)."""
         ruleset = self._rulesets.get(user_agent)
         if ruleset is None:
-            ruleset = self._rulesets[user_agent] = RuleSet(self.rules(user_agent))
+            # Compiled once per product token: rotating User-Agent strings with one
+            # token share it, and the by-string shortcut stays small.
+            token = product_token(user_agent)
+            ruleset = self._rulesets.get(token)
+            if ruleset is None:
+                ruleset = self._rulesets[token] = RuleSet(self.rules(token))
+            if len(self._rulesets) < _MAX_SHORTCUTS:
+                self._rulesets[user_agent] = ruleset
         path = path_of(url)
         if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
             return ALLOWED  # /robots.txt is always allowed (§2.2.2)
@@ -409,6 +452,17 @@ class RobotsTxt:
         rate = self.request_rate(user_agent)
         candidates = [d for d in (crawl_delay, rate and rate[1] / rate[0]) if d is not None]
         return max(candidates) if candidates else None
+
+
+#: How many User-Agent strings (besides tokens) a file remembers the rule set of.
+_MAX_SHORTCUTS = 16
+
+#: How many ignored records a :class:`RobotsTxt` remembers (for reports).
+MAX_IGNORED = 20
+
+
+def _shorten(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
 
 
 def _is_star(value: str) -> bool:

@@ -1,0 +1,162 @@
+"""Bodies a hostile site serves: the parser never raises and stays linear (RFC 9309 §2.5:
+a crawler parses at least 500 KiB, so any 500 KiB body must be cheap).
+
+Time limits here are generous guards against blow-ups (quadratic parses, per-check
+scans of repeated rules), not performance targets: those are in benchmarks/.
+"""
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots.lexer import DEFAULT_MAX_BYTES
+
+
+def timed(function, *args):
+    start = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - start
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1" * 5000 + "/5",  # int() of more than 4,300 digits raises ValueError
+        "1" + "0" * 400 + "/5",  # int too large to convert to float: OverflowError
+        "1/1" + "0" * 400,  # seconds overflow to infinity
+        "0/5",
+        "1/0",
+    ],
+)
+def test_rfc_2_2_4_absurd_request_rates_are_ignored_and_reported(value):
+    robots = RobotsTxt.parse(f"User-agent: *\nCrawl-delay: 2\nRequest-rate: {value}\n")
+    assert robots.request_rate("bot") is None
+    assert robots.delay("bot") == 2.0
+    [(line, record)] = robots.ignored
+    assert line == 3 and record.startswith("Request-rate: ")
+    assert len(record) < 100  # a 5,000-digit value is shortened in reports
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1e400", "-1", "nan", "inf", "1" + "0" * 400])
+def test_rfc_2_2_4_absurd_crawl_delays_are_ignored_and_reported(value):
+    robots = RobotsTxt.parse(f"User-agent: *\nCrawl-delay: {value}\n")
+    assert robots.crawl_delay("bot") is None or robots.crawl_delay("bot") == float(value)
+    if robots.crawl_delay("bot") is None:
+        assert robots.ignored[0][0] == 2
+
+
+def test_ignored_records_are_bounded():
+    robots = RobotsTxt.parse("User-agent: *\n" + "Crawl-delay: x\n" * 10_000)
+    assert len(robots.ignored) == 20
+
+
+def letters(number: int) -> str:
+    """A distinct product token for each number (tokens are letters, ``_`` and ``-``)."""
+    return "".join(chr(ord("a") + int(digit)) for digit in str(number))
+
+
+def test_30000_distinct_user_agents_in_one_group_parse_in_linear_time():
+    # ~500 KB of distinct product tokens in one group: a membership test on the
+    # group's list made this quadratic (seconds, with the event loop frozen).
+    agents = "".join(f"User-agent:{letters(i)}\n" for i in range(30_000))
+    body = (agents + "Disallow: /\n").encode()
+    assert len(body) <= DEFAULT_MAX_BYTES
+    robots, elapsed = timed(RobotsTxt.parse, body)
+    assert len(robots.groups) == 1 and len(robots.groups[0].agents) == 30_000
+    assert not robots.allowed("/x", letters(29_999))
+    assert elapsed < 1.0
+
+
+def test_distinct_sitemaps_are_collected_in_linear_time():
+    body = "".join(f"Sitemap: /s{i:05d}\n" for i in range(30_000))
+    assert len(body) <= DEFAULT_MAX_BYTES
+    robots, elapsed = timed(RobotsTxt.parse, body)
+    assert len(robots.sitemaps) == 30_000
+    assert elapsed < 1.0
+
+
+def test_rfc_2_2_2_36000_copies_of_one_rule_check_like_one():
+    body = "User-agent: *\n" + "Disallow: /*ab\n" * 36_000
+    robots = RobotsTxt.parse(body)
+    url = "/" + "a" * 2000  # no "ab": every copy would be tried, and fail
+    robots.check(url, "bot")
+    _, elapsed = timed(lambda: [robots.check(url, "bot") for _ in range(20)])
+    assert elapsed < 1.0  # 20 checks; each took ~0.2 s when every copy was tried
+    verdict = robots.check("/xab", "bot")
+    assert verdict == (False, "Disallow: /*ab", 2)  # the first copy decides
+
+
+def test_rfc_2_2_2_a_rule_equal_to_another_once_canonical_is_dropped_not_its_verdict():
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /a%7e\nAllow: /a~\nDisallow: /a~\n")
+    assert robots.check("/a~", "bot") == (True, "Allow: /a~", 3)  # Allow wins the tie
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"User-agent: a\n",
+        b"Disallow: /*a*a*a*a*a*a*a*a*b$\n",
+        b"Crawl-delay: 99999999999999999999999\n",
+        b"Sitemap: http://x/" + b"y" * 100 + b"\n",
+        b"%" * 79 + b"\n",
+        b"\x00\xff\xfe" * 26 + b"\n",
+        b"User-agent: *\nAllow: /\n",
+    ],
+)
+def test_any_500_kib_body_parses_and_checks_in_well_under_a_second(line):
+    body = b"User-agent: *\n" + line * (DEFAULT_MAX_BYTES // len(line))
+    robots, parse_time = timed(RobotsTxt.parse, body)
+    _, check_time = timed(robots.check, "/" + "a" * 2000, "bot")
+    assert parse_time + check_time < 1.0
+
+
+# -- fuzzing -----------------------------------------------------------------
+
+_KEYS = st.sampled_from(
+    [
+        "User-agent",
+        "user-agent",
+        "useragent",
+        "Allow",
+        "Disallow",
+        "dissallow",
+        "Crawl-delay",
+        "Request-rate",
+        "Sitemap",
+        "Host",
+        "",
+    ]
+)
+_VALUES = st.one_of(
+    st.text(alphabet="/ab*$%?=&.~2F4", max_size=30),
+    st.sampled_from(["*", "MyBot", "mybot/1.0", "1", "0.5", "1/5", "3/1m", "1e9", "-1", "nan"]),
+    st.integers(min_value=0).map(str),
+    st.text(max_size=20),
+)
+_SEPARATORS = st.sampled_from([":", ": ", " ", ":\t", ""])
+_ENDINGS = st.sampled_from(["\n", "\r\n", "\r", " # comment\n", ""])
+_LINES = st.tuples(_KEYS, _SEPARATORS, _VALUES, _ENDINGS).map("".join)
+_GRAMMAR_BODIES = st.lists(_LINES, max_size=40).map("".join)
+_URLS = st.one_of(
+    st.text(alphabet="/ab*$%?=&.~2F4#", max_size=40).map(lambda p: "http://h/" + p),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(_GRAMMAR_BODIES, _GRAMMAR_BODIES.map(str.encode), st.binary(max_size=500)),
+    _URLS,
+    st.sampled_from(["MyBot", "mybot/2.0 (+http://x)", "other", ""]),
+)
+def test_fuzz_parse_and_check_never_raise(body, url, user_agent):
+    robots = RobotsTxt.parse(body)
+    verdict = robots.check(url, user_agent)
+    assert isinstance(verdict.allowed, bool)
+    delay = robots.delay(user_agent)
+    assert delay is None or delay >= 0
+    robots.request_rate(user_agent)
+    robots.select(user_agent)
