@@ -14,6 +14,7 @@ __all__ = [
     "DomainBudgetMiddleware",
     "RobotParser",
     "RobotsTxt",
+    "RobotsTxtDecompressionMiddleware",
     "RobotsTxtMiddleware",
     "Verdict",
     "__version__",
@@ -28,12 +29,16 @@ _LAZY = {
     "DomainBudgetMiddleware": "scrapy_rfc9309.downloadermiddlewares.budget",
     "RobotParser": "scrapy_rfc9309.robotparser",
     "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
+    "RobotsTxtDecompressionMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
 }
 
 if TYPE_CHECKING:
     from .addon import Addon
     from .downloadermiddlewares.budget import DomainBudgetMiddleware
-    from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from .downloadermiddlewares.robotstxt import (
+        RobotsTxtDecompressionMiddleware,
+        RobotsTxtMiddleware,
+    )
     from .extensions.crawldelay import CrawlDelayThrottle
     from .robotparser import RobotParser
 

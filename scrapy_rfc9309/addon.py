@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
-from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from .downloadermiddlewares.robotstxt import (
+    RobotsTxtDecompressionMiddleware,
+    RobotsTxtMiddleware,
+)
 from .extensions.crawldelay import CrawlDelayThrottle
 
 if TYPE_CHECKING:
@@ -16,6 +19,9 @@ if TYPE_CHECKING:
 #: Where the add-on puts the components, unless the user placed them already.
 #: The robots middleware takes the built-in one's place, after OffsiteMiddleware (50).
 ROBOTS_ORDER = 100
+#: After HttpCompressionMiddleware (590): robots.txt bodies are decoded within the
+#: size limit before Scrapy would decode them whole.
+DECOMPRESSION_ORDER = 595
 #: After HttpCacheMiddleware (900): cache hits never reach it and cost no budget.
 BUDGET_ORDER = 950
 #: After Scrapy's AutoThrottle (0): its handlers run first; the floor holds either way.
@@ -31,6 +37,9 @@ class Addon:
         name = "DOWNLOADER_MIDDLEWARES"
         settings.set_in_component_priority_dict(name, BuiltinRobotsTxtMiddleware, None)
         settings.setdefault_in_component_priority_dict(name, RobotsTxtMiddleware, ROBOTS_ORDER)
+        settings.setdefault_in_component_priority_dict(
+            name, RobotsTxtDecompressionMiddleware, DECOMPRESSION_ORDER
+        )
         # Active only with DOMAINBUDGET_ENABLED = True.
         settings.setdefault_in_component_priority_dict(name, DomainBudgetMiddleware, BUDGET_ORDER)
         settings.setdefault_in_component_priority_dict(

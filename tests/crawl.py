@@ -12,6 +12,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": 595,
     },
     "USER_AGENT": "TestBot/1.0 (+https://example.com/bot)",
     "LOG_LEVEL": "INFO",

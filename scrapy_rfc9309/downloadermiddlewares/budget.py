@@ -27,7 +27,7 @@ from scrapy.utils.project import data_path
 from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
 from ..budget.storage import BudgetStorage, Reservation, StorageError
 from ..settings import SettingError, choice, with_defaults
-from .robotstxt import META_ROBOTS
+from .._fetch import META_ROBOTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -1,11 +1,16 @@
-"""Downloader middleware: fetch each authority's robots.txt and drop what it disallows.
+"""Downloader middlewares: fetch each authority's robots.txt and drop what it disallows.
 
 Differences from Scrapy's built-in ``RobotsTxtMiddleware`` (RFC 9309 §2.3-2.4):
 the cache key is the authority (scheme + host + port), entries expire, a 429/5xx
 or a network error disallows (or reuses the last good copy) instead of allowing
 everything, redirects are followed across hosts up to a limit, the download stops
-at ``RFC9309_MAX_BYTES``, and every request waiting for a robots.txt is checked
-against it (one fetch per authority in flight).
+at ``RFC9309_MAX_BYTES`` of decoded text, and every request waiting for a
+robots.txt is checked against it (one fetch per authority in flight).
+
+Two components: ``RobotsTxtMiddleware`` (where Scrapy's sits, 100) decides, and
+``RobotsTxtDecompressionMiddleware`` (after ``HttpCompressionMiddleware``, 595)
+decodes robots.txt bodies within the size limit before Scrapy would decode them
+whole.
 """
 
 from __future__ import annotations
@@ -14,45 +19,33 @@ import logging
 from collections import OrderedDict
 from time import monotonic
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.http.request import NO_CALLBACK
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
+from .._fetch import META_ROBOTS, RobotsFetcher, authority_of, has_robots_txt
 from ..robotparser import RobotParser
-from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, outcome_for_status
-from ..settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
+from ..robots import FetchOutcome, RobotsEntry
+from ..robots._decoding import content_codings, decode_bounded
+from ..settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, number, with_defaults
 from ..useragent import crawler_token
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
-#: Request.meta key marking the middleware's own robots.txt requests.
-META_ROBOTS = "rfc9309_robots"
+__all__ = ["META_DELAY", "RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
+
 #: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
 META_DELAY = "rfc9309_robots_delay"
-
-
-def authority_of(request: Request) -> str:
-    """``scheme://host[:port]``: the robots.txt cache key (RFC 9309 §2.3).
-
-    http and https, and two ports of one host, are different authorities.
-    """
-    parsed = urlparse_cached(request)
-    host = parsed.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = parsed.port
-    default = {"http": 80, "https": 443}.get(parsed.scheme)
-    return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
 
 
 class RobotsTxtMiddleware:
@@ -64,11 +57,12 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
+        _check_decompression_order(crawler.settings)
+        self.fetcher = RobotsFetcher(crawler, self.config)
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
         self._warned: set[str] = set()
-        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -84,8 +78,8 @@ class RobotsTxtMiddleware:
             self.stats.inc_value("rfc9309/excluded")
             logger.debug("Excluded by RFC9309_EXCLUDE_PATHS %r: %s", excluded_by, request)
             raise IgnoreRequest(f"Excluded by RFC9309_EXCLUDE_PATHS entry {excluded_by!r}")
-        if request.meta.get("dont_obey_robotstxt"):
-            return
+        if request.meta.get("dont_obey_robotstxt") or not has_robots_txt(request):
+            return  # robots.txt is fetched over http(s) only: ftp:, s3: ... pass
         authority = authority_of(request)
         entry = await self.entry(authority, request)
         token = crawler_token(self.config.user_agent, request, self._default_user_agent)
@@ -123,7 +117,7 @@ class RobotsTxtMiddleware:
         self._waiters[authority] = []
         try:
             entry = await self._fetch(authority, cached)
-        except Exception as exc:  # never leave the waiting requests hanging
+        except BaseException as exc:  # cancelled too: never leave the waiters hanging
             for waiter in self._waiters.pop(authority):
                 waiter.errback(exc)
             raise
@@ -141,80 +135,15 @@ class RobotsTxtMiddleware:
     # -- fetching --------------------------------------------------------
 
     async def _fetch(self, authority: str, previous: RobotsEntry | None) -> RobotsEntry:
-        policy = self.config.policy
-        url = f"{authority}/robots.txt"
-        seen = {url}
-        first: Request | None = None  # the request to the authority itself
-        for _hop in range(self.config.max_redirects + 1):
-            self.stats.inc_value("rfc9309/request_count")
-            request = self._robots_request(url)
-            first = first or request
-            try:
-                response = await self.crawler.engine.download_async(request)
-            except Exception as exc:  # DNS, connection, timeout, ...: unreachable
-                self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
-                return self._failed(authority, policy.unreachable(monotonic(), previous), exc)
-            status = response.status
-            self.stats.inc_value(f"rfc9309/response_status_count/{status}")
-            outcome = outcome_for_status(status)
-            if outcome is FetchOutcome.REDIRECT:
-                location = response.headers.get(b"Location")
-                if not location:
-                    break
-                url = urljoin(response.url, location.decode("latin-1"))
-                if url in seen:
-                    break  # a loop: unavailable
-                seen.add(url)
-                continue
-            if outcome is FetchOutcome.SUCCESS:
-                entry = policy.success(self._parse(response), monotonic(), status)
-                self.stats.inc_value("rfc9309/success")
-                self._warned.discard(authority)
-                await self._send_parsed(entry, first)
-                return entry
-            if outcome is FetchOutcome.UNAVAILABLE:
-                self.stats.inc_value("rfc9309/unavailable")
-                return policy.unavailable(monotonic(), status)
-            return self._failed(authority, policy.unreachable(monotonic(), previous, status))
-        # Too many redirects, a loop, or a redirect without Location (§2.3.1).
-        self.stats.inc_value("rfc9309/unavailable")
-        self.stats.inc_value("rfc9309/redirect_limit")
-        return policy.unavailable(monotonic())
-
-    def _robots_request(self, url: str) -> Request:
-        return Request(
-            url,
-            priority=self.DOWNLOAD_PRIORITY,
-            callback=NO_CALLBACK,
-            dont_filter=True,
-            meta={
-                META_ROBOTS: True,
-                "dont_obey_robotstxt": True,
-                "allow_offsite": True,  # allowed_domains must not turn robots.txt off
-                "dont_redirect": True,  # followed here, hops counted, across hosts
-                "dont_retry": True,  # a failure is retried after RFC9309_FAILURE_TTL
-                "handle_httpstatus_all": True,
-                "download_timeout": self.config.timeout,
-                "download_maxsize": 0,  # the download is cut in _bytes_received instead
-                "download_warnsize": 0,
-            },
-        )
-
-    def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
-        if not request.meta.get(META_ROBOTS):
-            return
-        received = request.meta.get("_rfc9309_received", 0) + len(data)
-        request.meta["_rfc9309_received"] = received
-        if received > self.config.max_bytes:
-            raise StopDownload(fail=False)  # keep what arrived, parse its head
-
-    def _parse(self, response: Response) -> RobotsTxt:
-        robots = RobotsTxt.parse(
-            response.body, lenient=self.config.lenient, max_bytes=self.config.max_bytes
-        )
-        if robots.truncated:
-            self.stats.inc_value("rfc9309/truncated")
-        return robots
+        fetched = await self.fetcher.fetch(authority, previous)
+        entry = fetched.entry
+        self.stats.inc_value(f"rfc9309/{entry.outcome.value}")
+        if entry.outcome is FetchOutcome.SUCCESS:
+            self._warned.discard(authority)
+            await self._send_parsed(entry, fetched.request)
+        elif entry.outcome is FetchOutcome.UNREACHABLE:
+            self._failed(authority, entry, fetched.error)
+        return entry
 
     async def _send_parsed(self, entry: RobotsEntry, request: Request) -> None:
         """Scrapy's ``robots_parsed`` signal, with the request to the authority the
@@ -225,14 +154,68 @@ class RobotsTxtMiddleware:
             request=request,
         )
 
-    def _failed(
-        self, authority: str, entry: RobotsEntry, exc: Exception | None = None
-    ) -> RobotsEntry:
-        self.stats.inc_value("rfc9309/unreachable")
+    def _failed(self, authority: str, entry: RobotsEntry, exc: BaseException | None) -> None:
         if entry.stale:
             self.stats.inc_value("rfc9309/stale")
         if authority not in self._warned:
             self._warned.add(authority)
             error = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
             logger.warning("%s: %s%s", authority, entry.describe(), error)
-        return entry
+
+
+class RobotsTxtDecompressionMiddleware:
+    """Decodes the ``Content-Encoding`` of the package's own robots.txt responses
+    into at most ``RFC9309_MAX_BYTES`` (+1, so that the parser sees the cut) of text.
+
+    It must see responses before ``HttpCompressionMiddleware`` does (a higher
+    order than its 590): Scrapy would decode the whole body, and a 1 KB brotli
+    body can hold 1 GiB.  Other responses pass untouched.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = with_defaults(crawler.settings, ROBOTS_DEFAULTS)
+        return cls(int(number(settings, "RFC9309_MAX_BYTES", 1)))
+
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        if not request.meta.get(META_ROBOTS):
+            return response
+        codings = content_codings(response.headers.getlist(b"Content-Encoding"))
+        if not codings:
+            return response
+        body, undone = decode_bounded(response.body, codings, self.max_bytes + 1)
+        headers = response.headers.copy()
+        del headers[b"Content-Encoding"]
+        if undone:
+            headers[b"Content-Encoding"] = ", ".join(undone)
+        return response.replace(body=body, headers=headers)
+
+
+def _check_decompression_order(settings: BaseSettings) -> None:
+    """Stop the crawl at start-up unless RobotsTxtDecompressionMiddleware is enabled
+    and sees responses before HttpCompressionMiddleware."""
+    orders = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    enabled = build_component_list(orders)
+    ours = [c for c in enabled if _loaded(c) is RobotsTxtDecompressionMiddleware]
+    theirs = [c for c in enabled if getattr(_loaded(c), "__name__", "") == "HttpCompressionMiddleware"]
+    if not ours:
+        raise SettingError(
+            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware must be "
+            "enabled with RobotsTxtMiddleware (e.g. at 595, after HttpCompressionMiddleware) "
+            "so that a compressed robots.txt is never decoded whole; the add-on does this"
+        )
+    if theirs and enabled.index(ours[0]) < enabled.index(theirs[0]):
+        raise SettingError(
+            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware needs a "
+            "higher order than HttpCompressionMiddleware (e.g. 595) to decode robots.txt "
+            "bodies within RFC9309_MAX_BYTES first"
+        )
+
+
+def _loaded(component: Any) -> Any:
+    return load_object(component) if isinstance(component, str) else component

@@ -21,7 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..downloadermiddlewares.budget import load_policy
-from ..downloadermiddlewares.robotstxt import authority_of
+from .._fetch import authority_of
 from ..robotparser import RobotParser
 from ..settings import number, with_defaults
 from ..useragent import crawler_token

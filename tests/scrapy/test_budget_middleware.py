@@ -11,6 +11,7 @@ BUDGET = {
     "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": 595,
         "scrapy_rfc9309.DomainBudgetMiddleware": 950,
     },
 }

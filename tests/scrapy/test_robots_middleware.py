@@ -60,7 +60,7 @@ async def test_rfc_2_3_1_a_redirect_loop_is_unavailable(site):
     crawler = await crawl(pages(site, "/a"))
     assert site.count("/robots.txt") == 1 and site.count("/loop") == 1
     assert "/a" in site.paths()
-    assert crawler.stats.get_value("rfc9309/redirect_limit") == 1
+    assert crawler.stats.get_value("rfc9309/redirect_loop") == 1
 
 
 @pytest_twisted.ensureDeferred
@@ -200,6 +200,7 @@ class FakeClock:
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.robotstxt.monotonic", fake)
+    monkeypatch.setattr("scrapy_rfc9309._fetch.monotonic", fake)
     return fake
 
 

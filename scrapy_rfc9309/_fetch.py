@@ -1,0 +1,194 @@
+"""Fetching one authority's robots.txt through Scrapy's downloader: the one fetch path
+of ``RobotsTxtMiddleware`` and ``scrapy robots``.
+
+Every downloader middleware applies to the robots.txt request (User-Agent, proxy,
+budget counting); the guards against hostile sites are here and in
+:class:`~scrapy_rfc9309.robots._fetchplan.FetchPlan`:
+
+* redirects are followed by hand, only to ``http``/``https`` URLs, at most
+  ``RFC9309_MAX_REDIRECTS`` hops;
+* one deadline, ``RFC9309_TIMEOUT``, bounds the whole fetch (each hop gets what is left);
+* the download stops after ``RFC9309_MAX_BYTES`` received, and
+  ``RobotsTxtDecompressionMiddleware`` decodes at most that much text.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http.request import NO_CALLBACK
+from scrapy.settings import default_settings
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
+from w3lib.url import safe_url_string
+
+from .robots import RobotsEntry, RobotsTxt
+from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from .settings import RobotsSettings
+
+logger = logging.getLogger(__name__)
+
+#: Request.meta key marking the package's own robots.txt requests.
+META_ROBOTS = "rfc9309_robots"
+_META_RECEIVED = "_rfc9309_received"
+
+#: What a failed download raises (a site that is down, slow or refusing): the
+#: exceptions Scrapy retries by default, and a request a middleware dropped.
+#: Anything else is a bug, logged as one.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    IgnoreRequest,
+    *(load_object(path) for path in default_settings.RETRY_EXCEPTIONS),
+    *(
+        load_object(path)
+        for path in (
+            "twisted.internet.defer.CancelledError",
+            "twisted.internet.error.TimeoutError",
+            "twisted.web.client.ResponseFailed",
+            "twisted.web.client.ResponseNeverReceived",
+        )
+    ),
+)
+
+
+def authority_of(request: Request) -> str:
+    """``scheme://host[:port]``: the robots.txt cache key (RFC 9309 §2.3).
+
+    http and https, and two ports of one host, are different authorities.
+    """
+    parsed = urlparse_cached(request)
+    host = parsed.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parsed.port
+    default = {"http": 80, "https": 443}.get(parsed.scheme)
+    return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def has_robots_txt(request: Request) -> bool:
+    """True for the URLs a robots.txt is fetched for: ``http`` and ``https`` only."""
+    return urlparse_cached(request).scheme in FETCHABLE_SCHEMES
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The result of one fetch: the entry to cache, the URL last requested, and the
+    first request (to the authority itself, for Scrapy's ``robots_parsed`` signal)."""
+
+    entry: RobotsEntry
+    url: str
+    request: Request
+    error: BaseException | None = None
+
+
+class RobotsFetcher:
+    """Fetches robots.txt files for one crawler with the settings in *config*."""
+
+    DOWNLOAD_PRIORITY = 1000
+
+    def __init__(self, crawler: Crawler, config: RobotsSettings) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+
+    async def fetch(self, authority: str, previous: RobotsEntry | None = None) -> Fetched:
+        """Fetch ``{authority}/robots.txt``; *previous* is the last cached entry (its
+        file is reused while the site is unreachable, RFC 9309 §2.4)."""
+        config = self.config
+        plan = FetchPlan(
+            authority,
+            config.policy,
+            max_redirects=config.max_redirects,
+            timeout=config.timeout,
+            now=monotonic(),
+            previous=previous,
+        )
+        first: Request | None = None
+        while True:
+            time_left = plan.time_left(monotonic())
+            request = self._robots_request(plan.url, time_left)
+            first = first or request
+            if time_left <= 0:
+                self.stats.inc_value("rfc9309/exception_count/DeadlineExceeded")
+                return Fetched(plan.unreachable(monotonic()), plan.url, first)
+            self.stats.inc_value("rfc9309/request_count")
+            try:
+                response = await self.crawler.engine.download_async(request)
+            except NETWORK_ERRORS as exc:
+                self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
+                return Fetched(plan.unreachable(monotonic()), plan.url, first, exc)
+            except Exception as exc:  # a bug, not a site that is down
+                logger.error(
+                    "Error fetching %s; treating it as unreachable", request, exc_info=True
+                )
+                self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
+                return Fetched(plan.unreachable(monotonic()), plan.url, first, exc)
+            status = response.status
+            self.stats.inc_value(f"rfc9309/response_status_count/{status}")
+            if is_redirect(status):
+                location = response.headers.get(b"Location")
+                ended = plan.redirect(_clean_location(location, response), monotonic())
+                if ended is None:
+                    continue
+                self.stats.inc_value(f"rfc9309/{plan.failed_redirect}")
+                return Fetched(ended, plan.url, first)
+            robots = self._parse(response) if 200 <= status < 300 else None
+            return Fetched(plan.response(status, robots, monotonic()), plan.url, first)
+
+    def _robots_request(self, url: str, timeout: float) -> Request:
+        return Request(
+            url,
+            priority=self.DOWNLOAD_PRIORITY,
+            callback=NO_CALLBACK,
+            dont_filter=True,
+            meta={
+                META_ROBOTS: True,
+                "dont_obey_robotstxt": True,
+                "allow_offsite": True,  # allowed_domains must not turn robots.txt off
+                "dont_redirect": True,  # followed here: hops counted, schemes checked
+                "dont_retry": True,  # a failure is retried after RFC9309_FAILURE_TTL
+                "handle_httpstatus_all": True,
+                "download_timeout": max(timeout, 0.001),
+                # Cut in _bytes_received and decoded by RobotsTxtDecompressionMiddleware
+                # instead: Scrapy's own size limit fails the download, and a
+                # robots.txt over the limit is parsed up to it (RFC 9309 §2.5).
+                "download_maxsize": 0,
+                "download_warnsize": 0,
+            },
+        )
+
+    def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+        if not request.meta.get(META_ROBOTS):
+            return
+        received = request.meta.get(_META_RECEIVED, 0) + len(data)
+        request.meta[_META_RECEIVED] = received
+        if received > self.config.max_bytes:
+            raise StopDownload(fail=False)  # keep what arrived, parse its head
+
+    def _parse(self, response: Response) -> RobotsTxt:
+        robots = RobotsTxt.parse(
+            response.body, lenient=self.config.lenient, max_bytes=self.config.max_bytes
+        )
+        if robots.truncated or "download_stopped" in response.flags:
+            self.stats.inc_value("rfc9309/truncated")
+        return robots
+
+
+def _clean_location(location: bytes | None, response: Response) -> str | None:
+    """An absolute, safely encoded redirect target (as Scrapy's RedirectMiddleware
+    makes it), or ``None`` without a Location header."""
+    if not location:
+        return None
+    if location.startswith(b"//"):  # scheme-relative
+        location = urlparse_cached(response).scheme.encode() + b":" + location
+    return safe_url_string(location.decode("latin-1"))
