@@ -17,22 +17,25 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import default_settings
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from .robots import RobotsEntry, RobotsTxt
 from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
+from .settings import SettingError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
     from .settings import RobotsSettings
 
@@ -47,7 +50,7 @@ _META_RECEIVED = "_rfc9309_received"
 #: Anything else is a bug, logged as one.
 NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     IgnoreRequest,
-    *(load_object(path) for path in default_settings.RETRY_EXCEPTIONS),
+    *(load_object(path) for path in cast("list[Any]", default_settings.RETRY_EXCEPTIONS)),
     *(
         load_object(path)
         for path in (
@@ -96,6 +99,7 @@ class RobotsFetcher:
     DOWNLOAD_PRIORITY = 1000
 
     def __init__(self, crawler: Crawler, config: RobotsSettings) -> None:
+        check_decompression_order(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -192,3 +196,29 @@ def _clean_location(location: bytes | None, response: Response) -> str | None:
     if location.startswith(b"//"):  # scheme-relative
         location = urlparse_cached(response).scheme.encode() + b":" + location
     return safe_url_string(location.decode("latin-1"))
+
+
+_DECOMPRESSION = "scrapy_rfc9309.downloadermiddlewares.robotstxt.RobotsTxtDecompressionMiddleware"
+_HTTP_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+
+
+def check_decompression_order(settings: BaseSettings) -> None:
+    """Raise :class:`SettingError` unless ``RobotsTxtDecompressionMiddleware`` is
+    enabled and sees responses before ``HttpCompressionMiddleware`` (a higher order)."""
+    enabled = [
+        load_object(c) if isinstance(c, str) else c
+        for c in build_component_list(settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+    ]
+    ours, theirs = load_object(_DECOMPRESSION), load_object(_HTTP_COMPRESSION)
+    if ours not in enabled:
+        raise SettingError(
+            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware must be "
+            "enabled with RobotsTxtMiddleware (e.g. at 595, after HttpCompressionMiddleware) "
+            "so that a compressed robots.txt is never decoded whole; the add-on does this"
+        )
+    if theirs in enabled and enabled.index(ours) < enabled.index(theirs):
+        raise SettingError(
+            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware needs a "
+            "higher order than HttpCompressionMiddleware (e.g. 595) so that robots.txt "
+            "bodies are decoded within RFC9309_MAX_BYTES first"
+        )

@@ -1,62 +1,56 @@
 """``scrapy robots URL``: may the crawler fetch URL, and which rule of which line decides.
 
-Fetches ``{scheme}://{authority}/robots.txt`` (or reads ``--file``) with the
-middleware's rules: redirects followed up to ``RFC9309_MAX_REDIRECTS``, at most
-``RFC9309_MAX_BYTES`` read, 4xx = everything allowed, 429/5xx/network error =
-``RFC9309_UNREACHABLE``.  Exit status: 0 allowed, 1 disallowed, 2 error.
+Fetches ``{scheme}://{authority}/robots.txt`` (or reads ``--file``) the way a crawl
+does: through Scrapy's downloader with the project's settings and the robots
+middleware's fetch (redirects to http/https only, up to ``RFC9309_MAX_REDIRECTS``;
+``RFC9309_TIMEOUT`` for the whole fetch; at most ``RFC9309_MAX_BYTES`` of decoded
+text; 4xx = everything allowed, 429/5xx = ``RFC9309_UNREACHABLE``).
+
+Exit status: 0 allowed, 1 disallowed, 2 error (bad input, or robots.txt could not
+be fetched at all: a crawl would then apply ``RFC9309_UNREACHABLE``).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-import urllib.error
-import urllib.request
+import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
+from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, outcome_for_status, product_token
+from .._fetch import Fetched, RobotsFetcher
+from ..robots import RobotsTxt, product_token
 from ..settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, with_defaults
 
 ALLOWED, DISALLOWED, ERROR = 0, 1, 2
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # hops are followed (and counted) by fetch()
+class _FetchSpider(Spider):
+    """Fetches one robots.txt with the crawl's fetch path, then closes."""
 
+    name = "rfc9309-robots"
+    custom_settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": False,  # the fetcher is used directly
+        "DOMAINBUDGET_ENABLED": False,
+        "CRAWLDELAY_ENABLED": False,
+    }
+    authority: str
+    config: RobotsSettings
+    results: list[Fetched | BaseException]
 
-def fetch(url: str, config: RobotsSettings, user_agent: str) -> tuple[RobotsEntry, str]:
-    """The robots.txt entry the middleware would cache for *url*'s authority, and
-    the robots.txt URL that was finally read."""
-    opener = urllib.request.build_opener(_NoRedirects)
-    policy, now = config.policy, time.monotonic()
-    seen = {url}
-    for _hop in range(config.max_redirects + 1):
-        request = urllib.request.Request(url, headers={"User-Agent": user_agent})
+    async def start(self) -> Any:
         try:
-            with opener.open(request, timeout=config.timeout) as response:
-                status, body = response.status, response.read(config.max_bytes + 1)
-        except urllib.error.HTTPError as exc:
-            status, body = exc.code, b""
-            location = exc.headers.get("Location")
-            if outcome_for_status(status) is FetchOutcome.REDIRECT and location:
-                url = urljoin(url, location)
-                if url in seen:
-                    break  # a loop: unavailable
-                seen.add(url)
-                continue
-        except (OSError, ValueError):  # DNS, connection refused, timeout
-            return policy.unreachable(now), url
-        if outcome_for_status(status) is FetchOutcome.REDIRECT:
-            break  # a redirect without Location
-        robots = RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
-        return policy.for_status(status, now, robots), url
-    return policy.unavailable(now), url
+            fetcher = RobotsFetcher(self.crawler, self.config)
+            self.results.append(await fetcher.fetch(self.authority))
+        except Exception as exc:
+            self.results.append(exc)
+        return
+        yield
 
 
 class Command(ScrapyCommand):
@@ -86,7 +80,8 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: Any) -> None:
         if len(args) != 1:
             raise UsageError("scrapy robots takes one URL")
-        assert self.settings is not None
+        # Rule text may hold undecodable bytes: print them escaped, whatever the terminal.
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
         self.exitcode = self._explain(args[0], opts)
 
     def _explain(self, url: str, opts: Any) -> int:
@@ -110,9 +105,17 @@ class Command(ScrapyCommand):
             robots = RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
             entry, source = config.policy.success(robots, 0.0, None), opts.file
         else:
-            robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
-            entry, source = fetch(robots_url, config, user_agent)
-            source = f"{source} ({entry.describe()})"
+            fetched = self._fetch(f"{parts.scheme}://{parts.netloc}", config)
+            if isinstance(fetched, BaseException):
+                return _error(f"fetching robots.txt failed: {type(fetched).__name__}: {fetched}")
+            entry = fetched.entry
+            if fetched.error is not None:
+                error = str(fetched.error) or type(fetched.error).__name__
+                return _error(
+                    f"{fetched.url} unreachable ({error}); a crawl would have "
+                    f"{'allowed' if entry.check(url, token).allowed else 'disallowed'} {url}"
+                )
+            source = f"{fetched.url} ({entry.describe()})"
         verdict = entry.check(url, token)
         print(f"URL:          {url}")
         print(f"robots.txt:   {source}")
@@ -130,6 +133,17 @@ class Command(ScrapyCommand):
         print(f"verdict:      DISALLOWED by '{verdict.rule}'{where}")
         return DISALLOWED
 
+    def _fetch(self, authority: str, config: RobotsSettings) -> Fetched | BaseException:
+        assert self.crawler_process is not None
+        results: list[Fetched | BaseException] = []
+        self.crawler_process.crawl(
+            _FetchSpider, authority=authority, config=config, results=results
+        )
+        self.crawler_process.start()
+        if not results:
+            return RuntimeError("the crawler did not start (run with --loglevel=INFO to see why)")
+        return results[0]
+
 
 def _print_file(robots: RobotsTxt | None, token: str, show_rules: bool) -> None:
     if robots is None:
@@ -143,6 +157,8 @@ def _print_file(robots: RobotsTxt | None, token: str, show_rules: bool) -> None:
     print(f"crawl delay:  {f'{crawl_delay:g} s' if crawl_delay is not None else '-'}")
     print(f"request rate: {f'{rate[0]}/{rate[1]:g} s' if rate else '-'}")
     print(f"sitemaps:     {', '.join(robots.sitemaps) or '-'}")
+    for line, record in robots.ignored:
+        print(f"ignored:      line {line}: {record} (not a usable value)")
     if show_rules:
         print("rules:")
         for rule in robots.rules(token):

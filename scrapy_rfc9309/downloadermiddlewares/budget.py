@@ -24,10 +24,10 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
+from .._fetch import META_ROBOTS
 from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
 from ..budget.storage import BudgetStorage, Reservation, StorageError
 from ..settings import SettingError, choice, with_defaults
-from .._fetch import META_ROBOTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -22,22 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
 from .._fetch import META_ROBOTS, RobotsFetcher, authority_of, has_robots_txt
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
 from ..robots._decoding import content_codings, decode_bounded
-from ..settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, number, with_defaults
+from ..settings import ROBOTS_DEFAULTS, RobotsSettings, number, with_defaults
 from ..useragent import crawler_token
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -57,7 +54,6 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
-        _check_decompression_order(crawler.settings)
         self.fetcher = RobotsFetcher(crawler, self.config)
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
@@ -194,28 +190,3 @@ class RobotsTxtDecompressionMiddleware:
         if undone:
             headers[b"Content-Encoding"] = ", ".join(undone)
         return response.replace(body=body, headers=headers)
-
-
-def _check_decompression_order(settings: BaseSettings) -> None:
-    """Stop the crawl at start-up unless RobotsTxtDecompressionMiddleware is enabled
-    and sees responses before HttpCompressionMiddleware."""
-    orders = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
-    enabled = build_component_list(orders)
-    ours = [c for c in enabled if _loaded(c) is RobotsTxtDecompressionMiddleware]
-    theirs = [c for c in enabled if getattr(_loaded(c), "__name__", "") == "HttpCompressionMiddleware"]
-    if not ours:
-        raise SettingError(
-            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware must be "
-            "enabled with RobotsTxtMiddleware (e.g. at 595, after HttpCompressionMiddleware) "
-            "so that a compressed robots.txt is never decoded whole; the add-on does this"
-        )
-    if theirs and enabled.index(ours[0]) < enabled.index(theirs[0]):
-        raise SettingError(
-            "DOWNLOADER_MIDDLEWARES: scrapy_rfc9309.RobotsTxtDecompressionMiddleware needs a "
-            "higher order than HttpCompressionMiddleware (e.g. 595) to decode robots.txt "
-            "bodies within RFC9309_MAX_BYTES first"
-        )
-
-
-def _loaded(component: Any) -> Any:
-    return load_object(component) if isinstance(component, str) else component

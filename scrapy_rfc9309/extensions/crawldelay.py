@@ -20,8 +20,8 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..downloadermiddlewares.budget import load_policy
 from .._fetch import authority_of
+from ..downloadermiddlewares.budget import load_policy
 from ..robotparser import RobotParser
 from ..settings import number, with_defaults
 from ..useragent import crawler_token

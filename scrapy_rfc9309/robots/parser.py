@@ -81,9 +81,7 @@ class GroupSelection:
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 # At most 9 digits of requests: a larger count is no real rate, and int() of a
 # hostile 5,000-digit number would raise (Python's int string limit).
-_RATE = re.compile(
-    r"(\d{1,9})\s*/\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)(?![A-Za-z])", re.IGNORECASE
-)
+_RATE = re.compile(r"(\d{1,9})\s*/\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)(?![A-Za-z])", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
@@ -165,7 +163,14 @@ class RuleSet:
             candidate = (pattern.kind, pattern.literal, arg, verdict)
             # Sorts by (-length, Disallow after Allow, line); lines are unique.
             compiled.append(
-                (-pattern.length, not rule.allow, rule.line, pattern.text, pattern.head[1:], candidate)
+                (
+                    -pattern.length,
+                    not rule.allow,
+                    rule.line,
+                    pattern.text,
+                    pattern.head[1:],
+                    candidate,
+                )
             )
         compiled.sort()
         # A pattern that is the same once canonical ("/a%7e" and "/a~", or an Allow's

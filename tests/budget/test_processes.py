@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def start_crawl(settings, urls):
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.budget.crawl_process", json.dumps(settings), *urls],
+        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), *urls],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -9,10 +9,10 @@ import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots.lexer import DEFAULT_MAX_BYTES
+from tests.core.fuzzing import BODIES, URLS, USER_AGENTS, parse_and_check
 
 
 def timed(function, *args):
@@ -113,50 +113,10 @@ def test_any_500_kib_body_parses_and_checks_in_well_under_a_second(line):
     assert parse_time + check_time < 1.0
 
 
-# -- fuzzing -----------------------------------------------------------------
-
-_KEYS = st.sampled_from(
-    [
-        "User-agent",
-        "user-agent",
-        "useragent",
-        "Allow",
-        "Disallow",
-        "dissallow",
-        "Crawl-delay",
-        "Request-rate",
-        "Sitemap",
-        "Host",
-        "",
-    ]
-)
-_VALUES = st.one_of(
-    st.text(alphabet="/ab*$%?=&.~2F4", max_size=30),
-    st.sampled_from(["*", "MyBot", "mybot/1.0", "1", "0.5", "1/5", "3/1m", "1e9", "-1", "nan"]),
-    st.integers(min_value=0).map(str),
-    st.text(max_size=20),
-)
-_SEPARATORS = st.sampled_from([":", ": ", " ", ":\t", ""])
-_ENDINGS = st.sampled_from(["\n", "\r\n", "\r", " # comment\n", ""])
-_LINES = st.tuples(_KEYS, _SEPARATORS, _VALUES, _ENDINGS).map("".join)
-_GRAMMAR_BODIES = st.lists(_LINES, max_size=40).map("".join)
-_URLS = st.one_of(
-    st.text(alphabet="/ab*$%?=&.~2F4#", max_size=40).map(lambda p: "http://h/" + p),
-    st.text(max_size=40),
-)
+# -- fuzzing (the long run: python -m tests.core.fuzz_long) ---------------------
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.one_of(_GRAMMAR_BODIES, _GRAMMAR_BODIES.map(str.encode), st.binary(max_size=500)),
-    _URLS,
-    st.sampled_from(["MyBot", "mybot/2.0 (+http://x)", "other", ""]),
-)
+@given(BODIES, URLS, USER_AGENTS)
 def test_fuzz_parse_and_check_never_raise(body, url, user_agent):
-    robots = RobotsTxt.parse(body)
-    verdict = robots.check(url, user_agent)
-    assert isinstance(verdict.allowed, bool)
-    delay = robots.delay(user_agent)
-    assert delay is None or delay >= 0
-    robots.request_rate(user_agent)
-    robots.select(user_agent)
+    parse_and_check(body, url, user_agent)

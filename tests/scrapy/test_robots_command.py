@@ -61,9 +61,12 @@ def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):
     unreachable = robots(f"{site.url}/a", cwd=tmp_path)
     assert unreachable.returncode == 1
     assert "robots.txt unreachable (HTTP 503): everything disallowed" in unreachable.stdout
-    refused = robots(f"http://127.0.0.1:{closed_port()}/a", cwd=tmp_path)
-    assert refused.returncode == 1
-    assert "unreachable (network error)" in refused.stdout
+    refused_url = f"http://127.0.0.1:{closed_port()}/a"
+    refused = robots(refused_url, cwd=tmp_path)
+    assert refused.returncode == 2  # nothing to explain: the fetch itself failed
+    [line] = refused.stdout.splitlines()
+    assert line.startswith("error: http://127.0.0.1:") and "Connection refused" in line
+    assert line.endswith(f"a crawl would have disallowed {refused_url}")
     fail_open = robots(f"{site.url}/a", "-s", "RFC9309_UNREACHABLE=allow", cwd=tmp_path)
     assert fail_open.returncode == 0
     site.route("/robots.txt", status=404)

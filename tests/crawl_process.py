@@ -1,6 +1,7 @@
-"""Run one crawl in this process: ``python -m tests.budget.crawl_process SETTINGS_JSON URL...``.
+"""Run one crawl in this process: ``python -m tests.crawl_process SETTINGS_JSON URL...``.
 
-Used by tests that need a crawler they can kill, or several crawler processes."""
+Used by tests that need a crawler they can kill, several crawler processes, or the
+peak memory of one crawl.  The last line printed is the crawl's stats as JSON."""
 
 import json
 import sys
@@ -23,8 +24,10 @@ class Pages(scrapy.Spider):
 def main() -> None:
     settings = json.loads(sys.argv[1])
     process = CrawlerProcess({"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **settings})
-    process.crawl(Pages, urls=sys.argv[2:])
+    crawler = process.create_crawler(Pages)
+    process.crawl(crawler, urls=sys.argv[2:])
     process.start()
+    print(json.dumps(crawler.stats.get_stats(), default=str))
 
 
 if __name__ == "__main__":
