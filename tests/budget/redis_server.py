@@ -22,6 +22,12 @@ class RedisServer:
             )
         self.port = closed_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._binary, self._password = binary, password
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the server (again, on the same port, empty)."""
+        binary, password = self._binary, self._password
         self.process = subprocess.Popen(
             [
                 binary,

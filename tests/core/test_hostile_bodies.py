@@ -120,3 +120,18 @@ def test_any_500_kib_body_parses_and_checks_in_well_under_a_second(line):
 @given(BODIES, URLS, USER_AGENTS)
 def test_fuzz_parse_and_check_never_raise(body, url, user_agent):
     parse_and_check(body, url, user_agent)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"User-agent: *\nDisallow: /" + b"x" * 10_000_000 + b"\nDisallow: /private\n",  # 10 MB line
+        b"".join(b"User-agent: b%d\nDisallow: /%d\n" % (i, i) for i in range(100_000)),  # groups
+        b"\xef\xbb\xbf\xef\xbb\xbfUser-agent: *\r\nDisallow: /%\x00%zz%%\r\n",  # BOMs, % garbage
+    ],
+    ids=["10 MB line", "100k groups", "BOM and % garbage"],
+)
+def test_rfc_2_5_bodies_that_held_still_parse_without_error(body):
+    robots, elapsed = timed(RobotsTxt.parse, body)
+    assert robots.check("/private", "b99").allowed in (True, False)
+    assert elapsed < 1.0
