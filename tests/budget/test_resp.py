@@ -153,7 +153,6 @@ async def test_logs_in_and_selects_the_database_from_the_storage_url(redis_with_
         return granted
 
     assert await on_loop(scenario()) is Reservation.GRANTED
-    assert store._pipe is not None  # the pipelined client made the reservation
     assert store.usage(DAY) == {"a.com": (1, 1)}
     assert store.client.connection_pool.connection_kwargs["db"] == 3
     store.close()
