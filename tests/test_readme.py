@@ -14,7 +14,15 @@ import pytest
 import pytest_twisted
 import scrapy
 from scrapy.crawler import CrawlerRunner
+from scrapy.downloadermiddlewares.robotstxt import (
+    RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware,
+)
 
+from scrapy_rfc9309 import (
+    DomainBudgetMiddleware,
+    RobotsTxtDecompressionMiddleware,
+    RobotsTxtMiddleware,
+)
 from scrapy_rfc9309.budget.policy import BudgetPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,16 +61,14 @@ async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypat
     crawler = CrawlerRunner({**settings, "TELNETCONSOLE_ENABLED": False}).create_crawler(NoRequests)
     await crawler.crawl()
     assert crawler.stats.get_value("finish_reason") == "finished"
-    enabled = {type(m).__name__ for m in crawler.engine.downloader.middleware.middlewares}
-    if settings.get("ROBOTSTXT_PARSER"):
-        assert "RobotsTxtMiddleware" in enabled
-    else:
-        assert (
-            crawler.settings.getbool("ROBOTSTXT_OBEY") is False
-            or {"RobotsTxtMiddleware"} <= enabled
-        )
+    enabled = {type(m) for m in crawler.engine.downloader.middleware.middlewares}
+    if settings.get("ROBOTSTXT_PARSER"):  # Scrapy's middleware, with our parser
+        assert BuiltinRobotsTxtMiddleware in enabled
+    elif crawler.settings.getbool("ROBOTSTXT_OBEY"):
+        assert {RobotsTxtMiddleware, RobotsTxtDecompressionMiddleware} <= enabled
+        assert BuiltinRobotsTxtMiddleware not in enabled
     if settings.get("DOMAINBUDGET_ENABLED"):
-        assert "DomainBudgetMiddleware" in enabled
+        assert DomainBudgetMiddleware in enabled
 
 
 def test_the_policy_yaml(tmp_path):

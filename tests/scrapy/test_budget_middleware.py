@@ -25,6 +25,13 @@ def page_paths(site):
     return [p for p in site.paths() if p.startswith("/p/")]
 
 
+@pytest.fixture(autouse=True)
+def fixed_day(monkeypatch):
+    """Every crawl here runs on one fixed day (a crawl across midnight UTC would
+    otherwise count on two days and usage() read only the second)."""
+    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.budget.now", lambda: 1_763_800_000.0)
+
+
 @pytest.fixture
 def db(tmp_path):
     return str(tmp_path / "budget.sqlite")

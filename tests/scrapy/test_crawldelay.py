@@ -64,7 +64,8 @@ async def test_a_crawl_delay_in_another_bots_group_does_not_slow_the_crawler(sit
     # grammar makes "User-agent: *" share OtherBot's group, Crawl-delay included.
     robots(site, b"User-agent: OtherBot\nCrawl-delay: 5\nDisallow: /x\n\nUser-agent: *\nAllow: /\n")
     crawler = await crawl(pages(site), DOWNLOAD_DELAY=0.2, DOWNLOAD_DELAY_JITTER=0, **THROTTLE)
-    assert all(0.15 <= gap < 0.6 for gap in gaps(site)), gaps(site)
+    assert min(gaps(site)) >= 0.15
+    assert max(gaps(site)) < 4  # not OtherBot's 5 s (a generous bound: no timing claim)
     assert crawler.stats.get_value("crawldelay/applied") is None
 
 
@@ -81,7 +82,8 @@ async def test_an_absurd_crawl_delay_is_capped(site):
     crawler = await crawl(
         pages(site), CRAWLDELAY_MAX_DELAY=0.5, DOWNLOAD_DELAY_JITTER=0, **THROTTLE
     )
-    assert all(0.45 <= gap < 1.5 for gap in gaps(site)), gaps(site)
+    assert min(gaps(site)) >= 0.45
+    assert max(gaps(site)) < 30  # capped: not a day (a generous bound: no timing claim)
     assert crawler.stats.get_value("crawldelay/capped") == 1
 
 
@@ -93,7 +95,11 @@ async def test_two_hosts_crawled_in_parallel_keep_their_own_delays(site, other_s
     other_pages = [url.replace(other_site.url, other_url) for url in pages(other_site)]
     await crawl(pages(site) + other_pages, **THROTTLE)
     assert min(gaps(site)) >= 0.95
-    assert all(0.28 <= gap < 0.9 for gap in gaps(other_site)), gaps(other_site)
+    assert min(gaps(other_site)) >= 0.28
+    # The other host was not held to this one's 1 s: all its pages came before this
+    # host's last one (4 pages 1 s apart take 3 s; the other's 4 pages 0.3 s apart, 0.9 s).
+    last = max(hit.time for hit in site.hits if hit.path.startswith("/p/"))
+    assert all(hit.time < last for hit in other_site.hits if hit.path.startswith("/p/"))
 
 
 class ForgetfulSpider(ChainSpider):

@@ -68,13 +68,7 @@ async def test_rfc_2_3_1_cross_host_redirect_is_followed_despite_allowed_domains
     # 127.0.0.1 and localhost are different hosts; allowed_domains names only one.
     other_site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
     site.route("/robots.txt", **redirect(f"http://localhost:{other_site.port}/robots.txt"))
-    from tests.crawl import ListSpider
-
-    ListSpider.allowed_domains = ["127.0.0.1"]
-    try:
-        await crawl(pages(site, "/a", "/private"))
-    finally:
-        del ListSpider.allowed_domains
+    await crawl(pages(site, "/a", "/private"), spider_kwargs={"allowed_domains": ["127.0.0.1"]})
     assert other_site.paths() == ["/robots.txt"]
     assert "/private" not in site.paths() and "/a" in site.paths()
 
