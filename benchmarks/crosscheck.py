@@ -21,7 +21,7 @@ import robotstxt as google
 from protego import Protego
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots import lexer
+from scrapy_rfc9309.robots import _lexer as lexer
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "robots-corpus"
 CRAWLERS = ("MyCrawler", "Googlebot", "GPTBot")

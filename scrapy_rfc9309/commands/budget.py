@@ -8,9 +8,9 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from .._budget import budget_settings, build_storage, load_policy, now
 from ..budget.policy import PolicyError, day_of, zone
 from ..budget.storage import StorageError
-from ..downloadermiddlewares.budget import budget_settings, build_storage, load_policy, now
 
 
 class Command(ScrapyCommand):

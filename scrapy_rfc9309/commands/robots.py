@@ -22,9 +22,9 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._fetch import Fetched, RobotsFetcher
+from .._robots import Fetched, RobotsFetcher
+from .._settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, with_defaults
 from ..robots import RobotsTxt, product_token
-from ..settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, with_defaults
 
 ALLOWED, DISALLOWED, ERROR = 0, 1, 2
 

@@ -14,76 +14,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
-from scrapy.utils.project import data_path
 
-from .._fetch import META_ROBOTS
-from ..budget.policy import BudgetPolicy, DomainLimits, PolicyError, day_of, zone
-from ..budget.storage import BudgetStorage, Reservation, StorageError
-from ..settings import SettingError, choice, with_defaults
+from .._budget import budget_settings, build_storage, load_policy, now
+from .._robots import META_ROBOTS
+from .._settings import SettingError, choice
+from ..budget.policy import DomainLimits, day_of, zone
+from ..budget.storage import Reservation, StorageError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
 #: Request.meta key holding (domain key, day) of a granted reservation.
 META_RESERVED = "domainbudget_reserved"
-
-BUDGET_DEFAULTS: dict[str, Any] = {
-    "DOMAINBUDGET_ENABLED": False,
-    "DOMAINBUDGET_POLICY_FILE": None,
-    "DOMAINBUDGET_POLICY": None,
-    "DOMAINBUDGET_TIMEZONE": "UTC",
-    "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.SQLiteStorage",
-    "DOMAINBUDGET_SQLITE_PATH": None,  # None: .scrapy/domainbudget.sqlite in the project
-    "DOMAINBUDGET_REDIS_URL": "redis://localhost:6379/0",
-    "DOMAINBUDGET_ON_STORAGE_ERROR": "allow",
-}
-
-
-def now() -> float:
-    """The current Unix time (a function of its own so that tests can move the day)."""
-    return time.time()
-
-
-def load_policy(settings: BaseSettings) -> BudgetPolicy:
-    """The policy from DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, else the defaults."""
-    path = settings.get("DOMAINBUDGET_POLICY_FILE")
-    inline = settings.get("DOMAINBUDGET_POLICY")
-    if path and inline:
-        raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
-    if path:
-        return BudgetPolicy.from_file(path)
-    if inline is not None:
-        data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
-        return BudgetPolicy.from_dict(data)
-    return BudgetPolicy.defaults()
-
-
-def budget_settings(settings: BaseSettings) -> BaseSettings:
-    """*settings* with this package's budget defaults filled in, the SQLite file
-    defaulting to ``.scrapy/domainbudget.sqlite`` in the project."""
-    filled = with_defaults(settings, BUDGET_DEFAULTS)
-    if filled.get("DOMAINBUDGET_SQLITE_PATH") is None:
-        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite"))
-    return filled
-
-
-def build_storage(settings: BaseSettings) -> BudgetStorage:
-    """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`)."""
-    storage_cls = load_object(settings.get("DOMAINBUDGET_STORAGE"))
-    return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
 
 
 class DomainBudgetMiddleware:

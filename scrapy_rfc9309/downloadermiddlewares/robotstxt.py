@@ -25,12 +25,18 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from .._fetch import META_ROBOTS, RobotsFetcher, authority_of, has_robots_txt
+from .._robots import (
+    META_DELAY,
+    META_ROBOTS,
+    RobotsFetcher,
+    authority_of,
+    crawler_token,
+    has_robots_txt,
+)
+from .._settings import ROBOTS_DEFAULTS, RobotsSettings, number, with_defaults
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
 from ..robots._decoding import content_codings, decode_bounded
-from ..settings import ROBOTS_DEFAULTS, RobotsSettings, number, with_defaults
-from ..useragent import crawler_token
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -39,10 +45,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["META_DELAY", "RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
-
-#: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
-META_DELAY = "rfc9309_robots_delay"
+__all__ = ["RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
 
 
 class RobotsTxtMiddleware:

@@ -20,11 +20,10 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from .._fetch import authority_of
-from ..downloadermiddlewares.budget import load_policy
+from .._budget import load_policy
+from .._robots import authority_of, crawler_token
+from .._settings import CRAWLDELAY_DEFAULTS, number, with_defaults
 from ..robotparser import RobotParser
-from ..settings import number, with_defaults
-from ..useragent import crawler_token
 from . import _slots
 
 if TYPE_CHECKING:
@@ -35,11 +34,6 @@ if TYPE_CHECKING:
     from ..budget.policy import BudgetPolicy
 
 logger = logging.getLogger(__name__)
-
-CRAWLDELAY_DEFAULTS: dict[str, Any] = {
-    "CRAWLDELAY_ENABLED": False,
-    "CRAWLDELAY_MAX_DELAY": 60,
-}
 
 
 class CrawlDelayThrottle:

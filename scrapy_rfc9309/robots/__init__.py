@@ -1,9 +1,9 @@
 """The RFC 9309 core: pure Python, no Scrapy or Twisted imports."""
 
-from .access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
-from .lexer import DEFAULT_MAX_BYTES
-from .parser import Group, GroupSelection, RobotsTxt, Rule, Verdict
-from .useragent import product_token
+from ._access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
+from ._lexer import DEFAULT_MAX_BYTES
+from ._parser import Group, GroupSelection, RobotsTxt, Rule, Verdict
+from ._useragent import product_token
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from urllib.parse import urljoin, urlsplit
 
-from .access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
-from .parser import RobotsTxt
+from ._access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
+from ._parser import RobotsTxt
 
 #: The only schemes a robots.txt is fetched over.
 FETCHABLE_SCHEMES = frozenset({"http", "https"})

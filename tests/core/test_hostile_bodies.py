@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots.lexer import DEFAULT_MAX_BYTES
+from scrapy_rfc9309.robots._lexer import DEFAULT_MAX_BYTES
 from tests.core.fuzzing import BODIES, URLS, USER_AGENTS, parse_and_check
 
 

@@ -1,7 +1,7 @@
 """RFC 9309 §2.2 syntax: line ends, comments, BOM, encodings, the size limit (§2.5)."""
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots import lexer
+from scrapy_rfc9309.robots import _lexer as lexer
 
 BOT = "MyBot"
 

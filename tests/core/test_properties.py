@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots.pattern import Pattern
+from scrapy_rfc9309.robots._pattern import Pattern
 
 
 def reference_match(pattern: str, path: str) -> bool:

@@ -19,7 +19,7 @@ CORE_MODULES = [
 
 
 def test_the_core_modules_are_found():
-    assert {"scrapy_rfc9309.robots.parser", "scrapy_rfc9309.budget.policy"} <= set(CORE_MODULES)
+    assert {"scrapy_rfc9309.robots._parser", "scrapy_rfc9309.budget.policy"} <= set(CORE_MODULES)
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)

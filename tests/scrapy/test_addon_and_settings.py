@@ -7,7 +7,7 @@ from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 
 from scrapy_rfc9309 import Addon, RobotsTxtMiddleware
-from scrapy_rfc9309.settings import SettingError
+from scrapy_rfc9309._settings import SettingError
 from tests.crawl import crawl
 
 

@@ -194,7 +194,7 @@ class FakeClock:
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.robotstxt.monotonic", fake)
-    monkeypatch.setattr("scrapy_rfc9309._fetch.monotonic", fake)
+    monkeypatch.setattr("scrapy_rfc9309._robots.monotonic", fake)
     return fake
 
 

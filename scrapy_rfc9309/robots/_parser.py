@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import lexer
-from .lexer import Record
-from .pattern import CONTAINS, EXACT, PREFIX, SUFFIX, WILDCARD, Pattern, canonical
-from .useragent import product_token
+from . import _lexer as lexer
+from ._lexer import Record
+from ._pattern import CONTAINS, EXACT, PREFIX, SUFFIX, WILDCARD, Pattern, canonical
+from ._useragent import product_token
 
 #: The user-agent value of the groups that apply to every crawler.
 STAR = "*"

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .robots import DEFAULT_MAX_BYTES, AccessPolicy
-from .robots.access import MAX_CACHE_TTL
-from .robots.parser import path_of
-from .robots.pattern import Pattern
+from .robots._access import MAX_CACHE_TTL
+from .robots._parser import path_of
+from .robots._pattern import Pattern
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -107,7 +107,9 @@ class RobotsSettings:
         )
 
 
-#: Defaults of every RFC9309_* setting (also used by the add-on and the commands).
+# Defaults of every setting of the package, by component (the components fill them
+# in with with_defaults(); the add-on leaves them alone).
+
 ROBOTS_DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_TTL": 3600,
     "RFC9309_FAILURE_TTL": 600,
@@ -118,6 +120,24 @@ ROBOTS_DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_SIZE": 10_000,
     "RFC9309_LENIENT": True,
     "RFC9309_EXCLUDE_PATHS": [],
+}
+
+
+BUDGET_DEFAULTS: dict[str, Any] = {
+    "DOMAINBUDGET_ENABLED": False,
+    "DOMAINBUDGET_POLICY_FILE": None,
+    "DOMAINBUDGET_POLICY": None,
+    "DOMAINBUDGET_TIMEZONE": "UTC",
+    "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.SQLiteStorage",
+    "DOMAINBUDGET_SQLITE_PATH": None,  # None: .scrapy/domainbudget.sqlite in the project
+    "DOMAINBUDGET_REDIS_URL": "redis://localhost:6379/0",
+    "DOMAINBUDGET_ON_STORAGE_ERROR": "allow",
+}
+
+
+CRAWLDELAY_DEFAULTS: dict[str, Any] = {
+    "CRAWLDELAY_ENABLED": False,
+    "CRAWLDELAY_MAX_DELAY": 60,
 }
 
 

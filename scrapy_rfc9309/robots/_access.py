@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .parser import ALLOWED, RobotsTxt, Verdict
+from ._parser import ALLOWED, RobotsTxt, Verdict
 
 #: RFC 9309 §2.4: a cached robots.txt should not be used for more than 24 hours.
 MAX_CACHE_TTL = 86400.0

@@ -1,5 +1,7 @@
-"""Fetching one authority's robots.txt through Scrapy's downloader: the one fetch path
-of ``RobotsTxtMiddleware`` and ``scrapy robots``.
+"""The robots.txt pieces the components share: the authority of a request (the cache
+key), the crawler's product token, the Request.meta keys, and the one fetch path of
+``RobotsTxtMiddleware`` and ``scrapy robots``: fetching one authority's robots.txt
+through Scrapy's downloader.
 
 Every downloader middleware applies to the robots.txt request (User-Agent, proxy,
 budget counting); the guards against hostile sites are here and in
@@ -28,21 +30,23 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
-from .robots import RobotsEntry, RobotsTxt
+from ._settings import SettingError
+from .robots import RobotsEntry, RobotsTxt, product_token
 from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
-from .settings import SettingError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
-    from .settings import RobotsSettings
+    from ._settings import RobotsSettings
 
 logger = logging.getLogger(__name__)
 
 #: Request.meta key marking the package's own robots.txt requests.
 META_ROBOTS = "rfc9309_robots"
+#: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
+META_DELAY = "rfc9309_robots_delay"
 _META_RECEIVED = "_rfc9309_received"
 
 #: What a failed download raises (a site that is down, slow or refusing): the
@@ -75,6 +79,17 @@ def authority_of(request: Request) -> str:
     port = parsed.port
     default = {"http": 80, "https": 443}.get(parsed.scheme)
     return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def crawler_token(configured: str | None, request: Request, default_user_agent: str) -> str:
+    """``ROBOTSTXT_USER_AGENT`` if set, else the product token of the ``User-Agent``
+    header the request is sent with (``MyBot/1.0 (+http://x)`` -> ``mybot``), RFC 9309
+    §2.2.1."""
+    if configured:
+        return product_token(configured)
+    header = request.headers.get(b"User-Agent")
+    user_agent = header.decode("latin-1") if header else default_user_agent
+    return product_token(user_agent)
 
 
 def has_robots_txt(request: Request) -> bool:

@@ -1,0 +1,52 @@
+"""The budget pieces the components share (the middleware, the throttle, ``scrapy
+budget``): the policy and the storage from the settings, and the clock of the day."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from scrapy.utils.misc import load_object
+from scrapy.utils.project import data_path
+
+from ._settings import BUDGET_DEFAULTS, with_defaults
+from .budget.policy import BudgetPolicy, PolicyError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .budget.storage import BudgetStorage
+
+
+def now() -> float:
+    """The current Unix time (a function of its own so that tests can move the day)."""
+    return time.time()
+
+
+def load_policy(settings: BaseSettings) -> BudgetPolicy:
+    """The policy from DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, else the defaults."""
+    path = settings.get("DOMAINBUDGET_POLICY_FILE")
+    inline = settings.get("DOMAINBUDGET_POLICY")
+    if path and inline:
+        raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
+    if path:
+        return BudgetPolicy.from_file(path)
+    if inline is not None:
+        data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
+        return BudgetPolicy.from_dict(data)
+    return BudgetPolicy.defaults()
+
+
+def budget_settings(settings: BaseSettings) -> BaseSettings:
+    """*settings* with this package's budget defaults filled in, the SQLite file
+    defaulting to ``.scrapy/domainbudget.sqlite`` in the project."""
+    filled = with_defaults(settings, BUDGET_DEFAULTS)
+    if filled.get("DOMAINBUDGET_SQLITE_PATH") is None:
+        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite"))
+    return filled
+
+
+def build_storage(settings: BaseSettings) -> BudgetStorage:
+    """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`)."""
+    storage_cls = load_object(settings.get("DOMAINBUDGET_STORAGE"))
+    return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
