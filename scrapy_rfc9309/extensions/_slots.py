@@ -47,12 +47,17 @@ def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
     return settings.getfloat("DOWNLOAD_DELAY"), per_slot
 
 
+#: Floored classes by (base class, floor); distinct floors are few in practice, but
+#: a broad crawl could meet many: past this many, the cache starts over.
+_MAX_FLOORED_CLASSES = 256
 _FLOORED_CLASSES: dict[tuple[type[Slot], float], type[Slot]] = {}
 
 
 def _floored_class(base: type[Slot], floor: float) -> type[Slot]:
     cls = _FLOORED_CLASSES.get((base, floor))
     if cls is None:
+        if len(_FLOORED_CLASSES) >= _MAX_FLOORED_CLASSES:
+            _FLOORED_CLASSES.clear()  # live slots keep their classes alive
 
         def download_delay(self: Slot) -> float:
             return max(floor, base.download_delay(self))
@@ -65,6 +70,28 @@ def _floored_class(base: type[Slot], floor: float) -> type[Slot]:
         }
         cls = _FLOORED_CLASSES[base, floor] = type(f"Floored{base.__name__}", (base,), namespace)
     return cls
+
+
+class SlotSeamError(RuntimeError):
+    """Scrapy's downloader slots no longer work the way this module relies on."""
+
+
+def check_seam() -> None:
+    """Verify on a real ``Slot`` of the installed Scrapy that a floor can be set and
+    holds against its delay, and can be removed; raise :class:`SlotSeamError` if not
+    (a Scrapy release changed ``Slot``), so that the crawl stops at start-up instead
+    of throttling silently stopping inside a signal handler."""
+    try:
+        probe = Slot(1, 0.1, 0)  # no jitter (the third argument across versions)
+        set_floor(probe, 5.0)
+        floored = probe.download_delay()
+        set_floor(probe, 0.0)
+        restored = probe.download_delay()
+        last_start(probe)
+    except (TypeError, AttributeError) as exc:
+        raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
+    if floored != 5.0 or restored != 0.1 or type(probe) is not Slot:
+        raise SlotSeamError(f"a floor of 5 s gave {floored!r}, removing it {restored!r}")
 
 
 def floor_of(slot: Slot) -> float:

@@ -22,7 +22,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import load_policy
 from .._robots import authority_of, crawler_token
-from .._settings import CRAWLDELAY_DEFAULTS, number, with_defaults
+from .._settings import CRAWLDELAY_DEFAULTS, SettingError, number, with_defaults
 from ..robotparser import RobotParser
 from . import _slots
 
@@ -41,6 +41,13 @@ class CrawlDelayThrottle:
         settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
         if not settings.getbool("CRAWLDELAY_ENABLED"):
             raise NotConfigured
+        try:
+            _slots.check_seam()
+        except _slots.SlotSeamError as exc:
+            raise SettingError(
+                f"CRAWLDELAY_ENABLED: this Scrapy version's download slots do not take a "
+                f"floor ({exc}); set CRAWLDELAY_ENABLED = False or use a supported Scrapy"
+            ) from exc
         self.crawler = crawler
         self.stats = crawler.stats
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0)

@@ -2,8 +2,8 @@
 
 The lexer knows nothing about groups or matching: it turns bytes into a stream
 of :class:`Record` events (line number, directive, value).  The builder in
-:mod:`.parser` is one consumer of that stream; the ``scrapy robots`` command is
-another (it reports typos and unknown lines).
+:mod:`._parser` consumes that stream (and counts the lines understood only
+thanks to lenient parsing).
 """
 
 from __future__ import annotations

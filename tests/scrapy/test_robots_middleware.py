@@ -303,3 +303,41 @@ async def test_our_parser_on_scrapys_own_middleware_matches_like_ours(site):
     )
     assert sorted(site.paths()) == ["/a", "/doc.pdf?x", "/robots.txt", "/secret/ok"]
     assert crawler.stats.get_value("robotstxt/forbidden") == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cancelled_fetch_fails_its_waiters_and_the_next_request_fetches_again():
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309 import RobotsTxtMiddleware
+    from scrapy_rfc9309.robots import AccessPolicy
+    from tests.budget.test_storage_contract import on_loop
+    from tests.crawl import BASE_SETTINGS
+
+    middleware = RobotsTxtMiddleware.from_crawler(get_crawler(settings_dict=BASE_SETTINGS))
+    request = Request("http://a.example/x")
+    entry = AccessPolicy().unavailable(0.0)
+
+    async def never_ending_fetch(authority, previous):
+        await asyncio.sleep(3600)
+
+    async def answering_fetch(authority, previous):
+        return entry
+
+    async def scenario():
+        middleware._fetch = never_ending_fetch
+        first = asyncio.ensure_future(middleware.entry("http://a.example", request))
+        await asyncio.sleep(0.01)
+        waiting = asyncio.ensure_future(middleware.entry("http://a.example", request))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        for task in (first, waiting):
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, 5)  # a hang here is the bug
+        middleware._fetch = answering_fetch
+        return await asyncio.wait_for(middleware.entry("http://a.example", request), 5)
+
+    assert await on_loop(scenario()) is entry
