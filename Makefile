@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench lint clean
+MIN_VENV ?= .venv-min
+
+.PHONY: demo test test-min bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,17 +22,29 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The suite against the lowest supported versions (.ci/min-versions.txt).
+$(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" -c .ci/min-versions.txt
+	touch $@
+
+test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
 # All benchmarks and the cross-check (bench_budget.py needs redis-server on the PATH).
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/crosscheck.py
 	$(BIN)/python benchmarks/bench_crawl.py
 	$(BIN)/python benchmarks/bench_budget.py
+	$(BIN)/python benchmarks/bench_hostile.py
 
 lint: $(VENV)/.installed
 	$(BIN)/python -m pip install -q ruff mypy types-PyYAML
 	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks example_project
+	$(BIN)/ruff format --check scrapy_rfc9309 tests benchmarks example_project
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MIN_VENV) build *.egg-info .pytest_cache .hypothesis

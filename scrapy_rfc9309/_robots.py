@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Scrapy's ``robots_parsed`` signal (Scrapy >= 2.18); with an older Scrapy, a signal
+#: of this package's own that its robots middleware sends and its throttle receives.
+ROBOTS_PARSED: object = getattr(signals, "robots_parsed", object())
+
 #: Request.meta key marking the package's own robots.txt requests.
 META_ROBOTS = "rfc9309_robots"
 #: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.

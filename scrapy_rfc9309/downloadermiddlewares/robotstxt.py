@@ -20,7 +20,7 @@ from collections import OrderedDict
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
@@ -28,6 +28,7 @@ from twisted.internet.defer import Deferred
 from .._robots import (
     META_DELAY,
     META_ROBOTS,
+    ROBOTS_PARSED,
     RobotsFetcher,
     authority_of,
     crawler_token,
@@ -148,7 +149,7 @@ class RobotsTxtMiddleware:
         """Scrapy's ``robots_parsed`` signal, with the request to the authority the
         file applies to (the first hop when it was redirected)."""
         await self.crawler.signals.send_catch_log_async(
-            signal=signals.robots_parsed,
+            signal=ROBOTS_PARSED,
             robotparser=RobotParser.from_robots(entry.robots),
             request=request,
         )

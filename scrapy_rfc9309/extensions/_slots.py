@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import scrapy.core.downloader as _downloader
 from scrapy.core.downloader import Downloader, Slot
 
 if TYPE_CHECKING:
@@ -106,9 +107,14 @@ def set_floor(slot: Slot, floor: float) -> None:
     slot.__class__ = _floored_class(base, floor) if floor > 0 else base
 
 
+# The clock Scrapy's downloader stamps ``slot.lastseen`` with: ``time.monotonic``
+# since Scrapy 2.16, ``time.time`` before.
+_SLOT_CLOCK = time.monotonic if hasattr(_downloader, "monotonic") else time.time
+
+
 def now() -> float:
-    """The clock of :func:`last_start`."""
-    return time.monotonic()
+    """The clock of :func:`last_start` (the one Scrapy's downloader uses)."""
+    return _SLOT_CLOCK()
 
 
 def last_start(slot: Slot) -> float:

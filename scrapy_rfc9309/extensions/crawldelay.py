@@ -21,7 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import load_policy
-from .._robots import authority_of, crawler_token
+from .._robots import ROBOTS_PARSED, authority_of, crawler_token
 from .._settings import CRAWLDELAY_DEFAULTS, SettingError, number, with_defaults
 from ..robotparser import RobotParser
 from . import _slots
@@ -65,7 +65,7 @@ class CrawlDelayThrottle:
         # for the key would still have to wait (see _forget_old_starts).
         self._last_starts: dict[str, float] = {}
         self._starts_recorded = 0
-        crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 

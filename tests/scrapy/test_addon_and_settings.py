@@ -11,12 +11,19 @@ from scrapy_rfc9309._settings import SettingError
 from tests.crawl import crawl
 
 
-def addon_settings(**user):
-    """The enabled downloader middlewares and their orders, as Scrapy resolves them."""
+def addon_settings(setting="DOWNLOADER_MIDDLEWARES", **user):
+    """The enabled components of *setting* and their orders, as Scrapy resolves them."""
     settings = Settings(user)
     Addon().update_settings(settings)
-    components = settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
-    return {load_object(k): v for k, v in components.items() if v is not None}
+    return enabled_components(settings, setting)
+
+
+def enabled_components(settings, setting):
+    components = settings.getwithbase(setting)
+    resolved = {}  # keys are classes or import paths: the last one set for a class wins
+    for key, order in sorted(components.items(), key=lambda item: components.getpriority(item[0])):
+        resolved[load_object(key) if isinstance(key, str) else key] = order
+    return {cls: order for cls, order in resolved.items() if order is not None}
 
 
 def order_of(components, cls):
@@ -88,8 +95,7 @@ def test_addon_enables_the_crawl_delay_throttle_unless_the_user_turned_it_off():
     for user, enabled in (({}, True), ({"CRAWLDELAY_ENABLED": False}, False)):
         settings = Settings(user)
         Addon().update_settings(settings)
-        extensions = settings.get_component_priority_dict_with_base("EXTENSIONS")
-        assert CrawlDelayThrottle in {load_object(k) for k, v in extensions.items() if v}
+        assert CrawlDelayThrottle in enabled_components(settings, "EXTENSIONS")
         assert settings.getbool("CRAWLDELAY_ENABLED") is enabled
 
 

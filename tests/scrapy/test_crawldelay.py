@@ -5,6 +5,7 @@ import itertools
 
 import pytest
 import pytest_twisted
+from scrapy import signals
 
 from scrapy_rfc9309 import CrawlDelayThrottle
 from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
@@ -155,6 +156,9 @@ async def test_the_addon_turns_the_throttle_on(site):
     assert min(gaps(site)) >= 0.95
 
 
+@pytest.mark.skipif(
+    not hasattr(signals, "robots_parsed"), reason="Scrapy < 2.18 sends no robots_parsed signal"
+)
 @pytest_twisted.ensureDeferred
 async def test_the_throttle_works_with_scrapys_own_middleware_and_our_parser(site):
     robots(site, b"User-agent: *\nCrawl-delay: 1\n")

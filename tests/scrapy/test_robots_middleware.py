@@ -262,9 +262,9 @@ class SignalRecorder:
 
     @classmethod
     def from_crawler(cls, crawler):
-        from scrapy import signals
+        from scrapy_rfc9309._robots import ROBOTS_PARSED
 
-        crawler.signals.connect(cls.record, signal=signals.robots_parsed)
+        crawler.signals.connect(cls.record, signal=ROBOTS_PARSED)
         return cls()
 
     @staticmethod
