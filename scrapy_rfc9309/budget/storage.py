@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 import ssl
 import threading
@@ -25,8 +26,11 @@ from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from .resp import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -401,6 +405,13 @@ class RedisStorage(BudgetStorage):
         }
         address = _pipelined_address(url, timeout)
         self._pipe = PipelinedRedis(address) if address else None
+        if address is None:
+            logger.warning(
+                "DOMAINBUDGET_REDIS_URL has options the pipelined Redis client does not "
+                "handle (%s): budget reservations go through redis-py in a worker thread, "
+                "several times slower",
+                urlsplit(url).query or urlsplit(url).scheme,
+            )
 
     def _key(self, day: str, key: str) -> str:
         return f"{self.prefix}:{day}:{key}"
@@ -475,23 +486,29 @@ class RedisStorage(BudgetStorage):
 
 
 def _pipelined_address(url: str, timeout: float) -> RedisAddress | None:
-    """The address for :class:`PipelinedRedis` from a redis-py URL, or None when the
-    URL has options that client does not support."""
-    from redis.connection import SSLConnection, parse_url
-
-    options = parse_url(url)  # type: ignore[no-untyped-call]
-    # For rediss:// and unix:// URLs; a Unix socket is told by its path.
-    connection_class = options.pop("connection_class", None)
-    timeout = options.pop("socket_timeout", None) or timeout
-    if set(options) - {"host", "port", "path", "db", "username", "password"}:
+    """The address for :class:`PipelinedRedis` from a ``redis://``, ``rediss://`` or
+    ``unix://`` URL (redis-py's URL forms), or None when the URL has options that
+    client does not support (then reservations use redis-py in a worker thread)."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    db = query.pop("db", [""])[0]
+    if query or parts.scheme not in ("redis", "rediss", "unix"):
+        return None
+    if parts.scheme != "unix":
+        db = db or parts.path.strip("/")
+    try:
+        number = int(db or 0)
+        port = parts.port or 6379
+    except ValueError:
         return None
     return RedisAddress(
-        host=options.get("host") or "localhost",
-        port=options.get("port") or 6379,
-        path=options.get("path"),
-        tls=ssl.create_default_context() if connection_class is SSLConnection else None,
-        username=options.get("username"),
-        password=options.get("password"),
-        db=options.get("db") or 0,
+        host=parts.hostname or "localhost",
+        port=port,
+        path=parts.path if parts.scheme == "unix" else None,
+        tls=ssl.create_default_context() if parts.scheme == "rediss" else None,
+        # redis://user@host has a user name and no password: no login, as redis-py does.
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password is not None else None,
+        db=number,
         timeout=timeout,
     )
