@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .budget.storage import BudgetStorage
 
 
-def now() -> float:
+def unix_time() -> float:
     """The current Unix time (a function of its own so that tests can move the day)."""
     return time.time()
 

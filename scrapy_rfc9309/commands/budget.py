@@ -8,7 +8,7 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._budget import budget_settings, build_storage, load_policy, now
+from .._budget import budget_settings, build_storage, load_policy, unix_time
 from ..budget.policy import PolicyError, day_of, zone
 from ..budget.storage import StorageError
 
@@ -39,7 +39,7 @@ class Command(ScrapyCommand):
         settings = budget_settings(self.settings)
         try:
             policy = load_policy(settings)
-            day = opts.day or day_of(now(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
+            day = opts.day or day_of(unix_time(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
             storage = build_storage(settings)
             try:
                 if opts.reset:

@@ -21,7 +21,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
-from .._budget import budget_settings, build_storage, load_policy, now
+from .._budget import budget_settings, build_storage, load_policy, unix_time
 from .._robots import META_ROBOTS
 from .._settings import SettingError, choice
 from ..budget.policy import DomainLimits, day_of, zone
@@ -69,7 +69,7 @@ class DomainBudgetMiddleware:
         if not host:
             return
         limits = self.policy.limits_for(host)
-        day = day_of(now(), self.tz)
+        day = day_of(unix_time(), self.tz)
         self._touched[limits.key] = limits
         try:
             if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
@@ -140,7 +140,7 @@ class DomainBudgetMiddleware:
             raise IgnoreRequest(f"Budget storage failed: {exc}")
 
     async def _spider_closed(self, spider: Any = None) -> None:
-        day = day_of(now(), self.tz)
+        day = day_of(unix_time(), self.tz)
         try:
             usage = await asyncio.to_thread(self.storage.usage, day)
         except StorageError as exc:

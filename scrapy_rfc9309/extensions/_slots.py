@@ -112,13 +112,13 @@ def set_floor(slot: Slot, floor: float) -> None:
 _SLOT_CLOCK = time.monotonic if hasattr(_downloader, "monotonic") else time.time
 
 
-def now() -> float:
+def slot_clock() -> float:
     """The clock of :func:`last_start` (the one Scrapy's downloader uses)."""
     return _SLOT_CLOCK()
 
 
 def last_start(slot: Slot) -> float:
-    """When *slot* last started a request (on the clock of :func:`now`)."""
+    """When *slot* last started a request (on the clock of :func:`slot_clock`)."""
     return float(slot.lastseen)
 
 

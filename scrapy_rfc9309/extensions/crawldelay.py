@@ -131,7 +131,7 @@ class CrawlDelayThrottle:
     def _forget_old_starts(self) -> None:
         """Drop the last starts that a slot made again would no longer wait for, so
         that a broad crawl keeps one entry per recently used host, not per host seen."""
-        now = _slots.now()
+        now = _slots.slot_clock()
         for key, started in list(self._last_starts.items()):
             if started + self.floor(key) <= now:
                 del self._last_starts[key]

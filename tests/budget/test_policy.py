@@ -1,4 +1,4 @@
-"""The budget policy: schema, errors naming file/line/field, domains, days (SPEC §3)."""
+"""The budget policy: schema, errors naming file/line/field, domains, days."""
 
 import re
 import textwrap
@@ -14,7 +14,7 @@ from scrapy_rfc9309.budget.policy import (
     zone,
 )
 
-SEED_POLICY = """\
+SAMPLE_POLICY = """\
 default_policy:
   qps: 0.2
   max_requests_per_day: 200
@@ -34,8 +34,8 @@ def write(tmp_path, text):
     return path
 
 
-def test_seed_policy_file(tmp_path):
-    policy = BudgetPolicy.from_file(write(tmp_path, SEED_POLICY))
+def test_the_sample_policy_file(tmp_path):
+    policy = BudgetPolicy.from_file(write(tmp_path, SAMPLE_POLICY))
     wiki = policy.limits_for("en.wikipedia.org")
     assert (wiki.key, wiki.max_requests_per_day, wiki.max_pages_per_day) == (
         "wikipedia.org",

@@ -1,4 +1,4 @@
-"""The add-on (SPEC §0) and start-up validation of settings."""
+"""The add-on and start-up validation of settings."""
 
 import pytest
 import pytest_twisted

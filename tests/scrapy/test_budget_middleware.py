@@ -1,4 +1,4 @@
-"""The budget middleware in real crawls (SPEC §3): what the server received."""
+"""The budget middleware in real crawls: what the server received."""
 
 import pytest
 import pytest_twisted
@@ -29,7 +29,9 @@ def page_paths(site):
 def fixed_day(monkeypatch):
     """Every crawl here runs on one fixed day (a crawl across midnight UTC would
     otherwise count on two days and usage() read only the second)."""
-    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.budget.now", lambda: 1_763_800_000.0)
+    monkeypatch.setattr(
+        "scrapy_rfc9309.downloadermiddlewares.budget.unix_time", lambda: 1_763_800_000.0
+    )
 
 
 @pytest.fixture
@@ -124,7 +126,7 @@ async def test_counters_start_from_zero_when_the_day_changes_mid_crawl(site, db,
     from tests.crawl import ChainSpider
 
     now = [1_763_800_000.0]  # a fixed instant; the clock is the one thing mocked
-    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.budget.now", lambda: now[0])
+    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.budget.unix_time", lambda: now[0])
     steps = iter([0, 0, 86400, 0, 0])
 
     def between(response):
@@ -147,7 +149,7 @@ def usage(db, key="127.0.0.1"):
     """Today's (requests, pages) of *key* in the SQLite file."""
     from scrapy_rfc9309.budget.policy import day_of, zone
     from scrapy_rfc9309.budget.storage import SQLiteStorage
-    from scrapy_rfc9309.downloadermiddlewares.budget import now
+    from scrapy_rfc9309.downloadermiddlewares.budget import unix_time as now
 
     storage = SQLiteStorage(db)
     try:

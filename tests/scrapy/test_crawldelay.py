@@ -1,4 +1,4 @@
-"""The Crawl-delay throttle in real crawls (SPEC §4): the gaps between request starts
+"""The Crawl-delay throttle in real crawls: the gaps between request starts
 are measured in the server's own request log.  Each test sends a handful of requests."""
 
 import itertools
