@@ -138,6 +138,8 @@ BUDGET_DEFAULTS: dict[str, Any] = {
 CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
+    # The Redis a fleet of crawler processes shares politeness through; None: none.
+    "FLEET_REDIS_URL": None,
 }
 
 

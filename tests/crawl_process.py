@@ -1,4 +1,5 @@
-"""Run one crawl in this process: ``python -m tests.crawl_process SETTINGS_JSON URL...``.
+"""Run one crawl in this process: ``python -m tests.crawl_process [--dedupe] SETTINGS_JSON
+URL...`` (``--dedupe``: requests go through the dupefilter, as in a fleet).
 
 Used by tests that need a crawler they can kill, several crawler processes, or the
 peak memory of one crawl.  The last line printed is the crawl's stats as JSON."""
@@ -15,17 +16,21 @@ class Pages(scrapy.Spider):
 
     async def start(self):
         for url in self.urls:
-            yield scrapy.Request(url, dont_filter=True)
+            yield scrapy.Request(url, dont_filter=not self.dedupe)
 
     def parse(self, response):
         pass
 
 
 def main() -> None:
-    settings = json.loads(sys.argv[1])
-    process = CrawlerProcess({"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **settings})
+    args = sys.argv[1:]
+    dedupe = args[0] == "--dedupe"
+    settings, *urls = args[dedupe:]
+    process = CrawlerProcess(
+        {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **json.loads(settings)}
+    )
     crawler = process.create_crawler(Pages)
-    process.crawl(crawler, urls=sys.argv[2:])
+    process.crawl(crawler, urls=urls, dedupe=dedupe)
     process.start()
     print(json.dumps(crawler.stats.get_stats(), default=str))
 

@@ -16,6 +16,7 @@ import ssl
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class RedisReplyError(Exception):
@@ -242,3 +243,32 @@ class _RespProtocol(asyncio.Protocol):
             future, _ = self._waiting.popleft()
             if not future.done():
                 future.set_exception(error)
+
+
+def address_from_url(url: str, timeout: float = 5.0) -> RedisAddress | None:
+    """The address for :class:`PipelinedRedis` from a ``redis://``, ``rediss://`` or
+    ``unix://`` URL (redis-py's URL forms), or None when the URL has options that
+    client does not support (then reservations use redis-py in a worker thread)."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    db = query.pop("db", [""])[0]
+    if query or parts.scheme not in ("redis", "rediss", "unix"):
+        return None
+    if parts.scheme != "unix":
+        db = db or parts.path.strip("/")
+    try:
+        number = int(db or 0)
+        port = parts.port or 6379
+    except ValueError:
+        return None
+    return RedisAddress(
+        host=parts.hostname or "localhost",
+        port=port,
+        path=parts.path if parts.scheme == "unix" else None,
+        tls=ssl.create_default_context() if parts.scheme == "rediss" else None,
+        # redis://user@host has a user name and no password: no login, as redis-py does.
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password is not None else None,
+        db=number,
+        timeout=timeout,
+    )

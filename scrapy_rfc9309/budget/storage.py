@@ -19,16 +19,15 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-import ssl
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
-from .resp import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
+from .resp import PipelinedRedis, RedisConnectionError, RedisReplyError, address_from_url
 
 logger = logging.getLogger(__name__)
 
@@ -403,7 +402,7 @@ class RedisStorage(BudgetStorage):
             source: self.client.register_script(source)
             for source in (self._RESERVE, self._COUNT_REQUEST, self._RELEASE)
         }
-        address = _pipelined_address(url, timeout)
+        address = address_from_url(url, timeout)
         self._pipe = PipelinedRedis(address) if address else None
         if address is None:
             logger.warning(
@@ -483,32 +482,3 @@ class RedisStorage(BudgetStorage):
 
     async def close_async(self) -> None:
         self.close()  # closing sockets does not block
-
-
-def _pipelined_address(url: str, timeout: float) -> RedisAddress | None:
-    """The address for :class:`PipelinedRedis` from a ``redis://``, ``rediss://`` or
-    ``unix://`` URL (redis-py's URL forms), or None when the URL has options that
-    client does not support (then reservations use redis-py in a worker thread)."""
-    parts = urlsplit(url)
-    query = parse_qs(parts.query)
-    db = query.pop("db", [""])[0]
-    if query or parts.scheme not in ("redis", "rediss", "unix"):
-        return None
-    if parts.scheme != "unix":
-        db = db or parts.path.strip("/")
-    try:
-        number = int(db or 0)
-        port = parts.port or 6379
-    except ValueError:
-        return None
-    return RedisAddress(
-        host=parts.hostname or "localhost",
-        port=port,
-        path=parts.path if parts.scheme == "unix" else None,
-        tls=ssl.create_default_context() if parts.scheme == "rediss" else None,
-        # redis://user@host has a user name and no password: no login, as redis-py does.
-        username=unquote(parts.username) if parts.username else None,
-        password=unquote(parts.password) if parts.password is not None else None,
-        db=number,
-        timeout=timeout,
-    )

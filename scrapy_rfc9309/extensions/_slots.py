@@ -14,7 +14,7 @@ one small class per distinct floor value.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import scrapy.core.downloader as _downloader
 from scrapy.core.downloader import Downloader, Slot
@@ -51,11 +51,17 @@ def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
 #: Floored classes by (base class, floor); distinct floors are few in practice, but
 #: a broad crawl could meet many: past this many, the cache starts over.
 _MAX_FLOORED_CLASSES = 256
-_FLOORED_CLASSES: dict[tuple[type[Slot], float], type[Slot]] = {}
+_FLOORED_CLASSES: dict[tuple[type[Slot], float, Gate | None], type[Slot]] = {}
 
 
-def _floored_class(base: type[Slot], floor: float) -> type[Slot]:
-    cls = _FLOORED_CLASSES.get((base, floor))
+class Gate(Protocol):
+    """Decides, when a slot could release its next request, whether it may now."""
+
+    def admits(self, slot: Slot) -> bool: ...
+
+
+def _floored_class(base: type[Slot], floor: float, gate: Gate | None) -> type[Slot]:
+    cls = _FLOORED_CLASSES.get((base, floor, gate))
     if cls is None:
         if len(_FLOORED_CLASSES) >= _MAX_FLOORED_CLASSES:
             _FLOORED_CLASSES.clear()  # live slots keep their classes alive
@@ -63,13 +69,21 @@ def _floored_class(base: type[Slot], floor: float) -> type[Slot]:
         def download_delay(self: Slot) -> float:
             return max(floor, base.download_delay(self))
 
-        namespace = {
+        namespace: dict[str, Any] = {
             "__slots__": (),
             "floor": floor,
             "base": base,
             "download_delay": download_delay,
         }
-        cls = _FLOORED_CLASSES[base, floor] = type(f"Floored{base.__name__}", (base,), namespace)
+        if gate is not None:
+            # Scrapy releases a queued request only while this is positive.
+            def free_transfer_slots(self: Slot) -> int:
+                free = base.free_transfer_slots(self)
+                return free if free <= 0 or gate.admits(self) else 0
+
+            namespace["free_transfer_slots"] = free_transfer_slots
+        cls = type(f"Floored{base.__name__}", (base,), namespace)
+        _FLOORED_CLASSES[base, floor, gate] = cls
     return cls
 
 
@@ -89,6 +103,9 @@ def check_seam() -> None:
         set_floor(probe, 0.0)
         restored = probe.download_delay()
         last_start(probe)
+        probe.free_transfer_slots()
+        probe.latercall  # noqa: B018 (read by wake())
+        Downloader._process_queue  # noqa: B018
     except (TypeError, AttributeError) as exc:
         raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
     if floored != 5.0 or restored != 0.1 or type(probe) is not Slot:
@@ -100,11 +117,20 @@ def floor_of(slot: Slot) -> float:
     return float(getattr(type(slot), "floor", 0.0))
 
 
-def set_floor(slot: Slot, floor: float) -> None:
+def set_floor(slot: Slot, floor: float, gate: Gate | None = None) -> None:
     """From now on, at least *floor* seconds between the starts of *slot*'s requests,
-    whatever its delay, jitter or AutoThrottle say (0 removes the floor)."""
+    whatever its delay, jitter or AutoThrottle say (0 removes the floor).  With a
+    *gate*, a request leaves only when the gate also admits it (see :func:`wake`)."""
     base: type[Slot] = getattr(type(slot), "base", type(slot))
-    slot.__class__ = _floored_class(base, floor) if floor > 0 else base
+    slot.__class__ = _floored_class(base, floor, gate) if floor > 0 else base
+
+
+def wake(crawler: Crawler, key: str) -> None:
+    """Have the downloader look at slot *key*'s queue again (after its gate, which
+    refused a request, would now admit it)."""
+    live = slot(crawler, key)
+    if live is not None and not live.latercall:
+        crawler.engine.downloader._process_queue(live)
 
 
 # The clock Scrapy's downloader stamps ``slot.lastseen`` with: ``time.monotonic``

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import load_policy
@@ -25,6 +26,7 @@ from .._robots import ROBOTS_PARSED, authority_of, crawler_token
 from .._settings import CRAWLDELAY_DEFAULTS, SettingError, number, with_defaults
 from ..robotparser import RobotParser
 from . import _slots
+from ._fleet import FleetGates
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -50,6 +52,7 @@ class CrawlDelayThrottle:
             ) from exc
         self.crawler = crawler
         self.stats = crawler.stats
+        self._fleet = self._fleet_gates(crawler, settings.get("FLEET_REDIS_URL"))
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0)
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -72,6 +75,19 @@ class CrawlDelayThrottle:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    @staticmethod
+    def _fleet_gates(crawler: Crawler, url: str | None) -> FleetGates | None:
+        if not url:
+            return None
+        if not is_asyncio_available():
+            raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
+        try:
+            gates = FleetGates(crawler, url)
+        except ValueError as exc:
+            raise SettingError(f"FLEET_REDIS_URL: {exc}") from None
+        crawler.signals.connect(gates.close, signal=signals.spider_closed)
+        return gates
 
     def floor(self, key: str) -> float:
         """The least time between request starts of slot *key*, in seconds."""
@@ -161,7 +177,7 @@ class CrawlDelayThrottle:
         if _slots.floor_of(slot) == 0 and key in self._last_starts:
             # Scrapy collected the idle slot and made a new one: keep the spacing.
             _slots.continue_after(slot, self._last_starts[key])
-        _slots.set_floor(slot, floor)
+        _slots.set_floor(slot, floor, self._fleet.gate(key) if self._fleet else None)
         if floor > self._slot_delays.get(key, self._default_delay):
             self.stats.inc_value("crawldelay/applied")
         logger.debug("Slot %s: at least %.6g s between request starts", key, floor)

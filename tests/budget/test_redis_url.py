@@ -4,7 +4,8 @@ import logging
 
 import pytest
 
-from scrapy_rfc9309.budget.storage import RedisStorage, _pipelined_address
+from scrapy_rfc9309.budget.resp import address_from_url
+from scrapy_rfc9309.budget.storage import RedisStorage
 
 
 @pytest.mark.parametrize(
@@ -19,7 +20,7 @@ from scrapy_rfc9309.budget.storage import RedisStorage, _pipelined_address
     ],
 )
 def test_url_forms(url, expected):
-    address = _pipelined_address(url, 5.0)
+    address = address_from_url(url, 5.0)
     got = (address.host, address.port, address.path, address.username, address.password)
     assert (*got, address.db, address.tls is not None) == expected
 

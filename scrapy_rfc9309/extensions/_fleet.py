@@ -1,0 +1,107 @@
+"""Fleet-wide spacing for the Crawl-delay throttle: a floored slot releases a request
+only at a start time reserved in the fleet's Redis (``FLEET_REDIS_URL``).
+
+When the slot could release its next request (its own floor has passed), its gate
+reserves the fleet's next start for that host (one Redis call) and admits the request
+at that time; meanwhile the request waits in the slot's queue, where it holds no
+download of its own.  If Redis fails, the gate admits at once: the process keeps its
+local floor (no less polite than a lone process), logs one WARNING, and tries Redis
+again for the next request after a short pause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..fleet.spacing import FleetSpacing, SpacingError
+from . import _slots
+
+if TYPE_CHECKING:
+    from scrapy.core.downloader import Slot
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: After a Redis failure, requests use the local floor alone for this long.
+RETRY_AFTER = 5.0
+
+
+class FleetGates:
+    """One gate per floored slot key, sharing one Redis connection."""
+
+    def __init__(self, crawler: Crawler, url: str) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.spacing = FleetSpacing(url)
+        self._gates: dict[str, _Gate] = {}
+        self._down_until = 0.0
+        self._warned = False
+
+    def gate(self, key: str) -> _Gate:
+        gate = self._gates.get(key)
+        if gate is None:
+            gate = self._gates[key] = _Gate(self, key)
+        return gate
+
+    def forget(self, key: str) -> None:
+        self._gates.pop(key, None)
+
+    async def reserve(self, key: str, floor: float) -> float:
+        """Seconds to wait before slot *key*'s next request may start (0 without Redis)."""
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._down_until:
+            self.stats.inc_value("fleet/spacing_local")
+            return 0.0
+        try:
+            wait = await self.spacing.reserve(key, floor)
+        except SpacingError as exc:
+            self._down_until = loop.time() + RETRY_AFTER
+            self.stats.inc_value("fleet/spacing_error")
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "Fleet Redis unreachable (%s): spacing requests by this process's "
+                    "own floor until it answers again",
+                    exc,
+                )
+            return 0.0
+        if self._warned:
+            self._warned = False
+            logger.warning("Fleet Redis answers again: spacing is fleet-wide again")
+        self.stats.inc_value("fleet/spacing_reserved")
+        return wait
+
+    def close(self) -> None:
+        self.spacing.close()
+
+
+class _Gate:
+    """Admits one request per start time reserved for the fleet."""
+
+    def __init__(self, gates: FleetGates, key: str) -> None:
+        self._gates = gates
+        self._key = key
+        self._ticket: float | None = None  # a reserved start, on the slot clock
+        self._pending: asyncio.Future[None] | None = None
+
+    def admits(self, slot: Slot) -> bool:
+        ticket = self._ticket
+        if ticket is not None and _slots.last_start(slot) < ticket:
+            return _slots.slot_clock() >= ticket  # reserved and not used yet
+        if self._pending is None:  # none, or used: reserve the next start
+            self._pending = asyncio.ensure_future(self._reserve(_slots.floor_of(slot)))
+        return False
+
+    async def _reserve(self, floor: float) -> None:
+        try:
+            wait = await self._gates.reserve(self._key, floor)
+        except Exception:  # a bug: never leave the slot's requests waiting for good
+            logger.error("Fleet spacing failed for slot %s", self._key, exc_info=True)
+            wait = 0.0
+        finally:
+            self._pending = None
+        self._ticket = _slots.slot_clock() + wait
+        loop = asyncio.get_running_loop()
+        loop.call_later(wait, _slots.wake, self._gates.crawler, self._key)

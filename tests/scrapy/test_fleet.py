@@ -1,0 +1,106 @@
+"""A fleet: three crawler processes with scrapy-redis's scheduler and dupefilter and one
+real redis-server, against one local site.  What the site saw must be what one polite
+process would have sent: every gap between page requests at least the Crawl-delay,
+pages = the shared budget."""
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+CRAWL_DELAY = 0.5
+
+
+def fleet_settings(redis_url, **extra):
+    return {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "USER_AGENT": "TestBot/1.0",
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": True,  # else the first process to close deletes the queue
+        "REDIS_URL": redis_url,
+        "FLEET_REDIS_URL": redis_url,
+        "DOMAINBUDGET_ENABLED": True,
+        "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
+        "DOMAINBUDGET_REDIS_URL": redis_url,
+        "CONCURRENT_REQUESTS": 8,
+        "LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
+def start_fleet(settings, urls, processes=3):
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.crawl_process", "--dedupe", json.dumps(settings), *urls],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
+
+
+def wait_all(fleet, timeout=120):
+    deadline = time.monotonic() + timeout
+    outputs = []
+    for process in fleet:
+        stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+        assert process.returncode == 0, stderr[-3000:]
+        outputs.append(json.loads(stdout.strip().splitlines()[-1]))
+    return outputs
+
+
+def page_gaps(site):
+    times = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+@pytest.fixture
+def fleet_redis(redis_server):
+    url = redis_server.url.rsplit("/", 1)[0] + "/5"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_redis):
+    site.route(
+        "/robots.txt",
+        body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\nDisallow: /private/\n".encode(),
+    )
+    urls = [f"{site.url}/p/{i}" for i in range(30)] + [f"{site.url}/private/x"]
+    stats = wait_all(
+        start_fleet(
+            fleet_settings(
+                fleet_redis,
+                DOMAINBUDGET_POLICY={
+                    "default_policy": {"max_requests_per_day": 0, "max_pages_per_day": 10}
+                },
+            ),
+            urls,
+        )
+    )
+    pages = [hit.path for hit in site.hits if hit.path.startswith("/p/")]
+    assert len(pages) == 10 and len(set(pages)) == 10  # the budget, each page once
+    assert "/private/x" not in site.paths()
+    gaps = page_gaps(site)
+    assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps
+    assert sum(s.get("fleet/spacing_reserved", 0) for s in stats) >= 10
+
+
+def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, fleet_redis):
+    """The same fleet without FLEET_REDIS_URL: the site sees requests closer than its
+    Crawl-delay (what the fleet setting is for)."""
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
+    urls = [f"{site.url}/p/{i}" for i in range(12)]
+    settings = fleet_settings(fleet_redis, FLEET_REDIS_URL=None, DOMAINBUDGET_ENABLED=False)
+    wait_all(start_fleet(settings, urls))
+    assert min(page_gaps(site)) < 0.95 * CRAWL_DELAY
