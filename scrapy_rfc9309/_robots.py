@@ -103,13 +103,15 @@ def has_robots_txt(request: Request) -> bool:
 
 @dataclass(frozen=True)
 class Fetched:
-    """The result of one fetch: the entry to cache, the URL last requested, and the
-    first request (to the authority itself, for Scrapy's ``robots_parsed`` signal)."""
+    """The result of one fetch: the entry to cache, the URL last requested, the first
+    request (to the authority itself, for Scrapy's ``robots_parsed`` signal), the
+    error that made it unreachable, and the body a 2xx entry was parsed from."""
 
     entry: RobotsEntry
     url: str
     request: Request
     error: BaseException | None = None
+    body: bytes | None = None
 
 
 class RobotsFetcher:
@@ -165,8 +167,11 @@ class RobotsFetcher:
                     continue
                 self.stats.inc_value(f"rfc9309/{plan.failed_redirect}")
                 return Fetched(ended, plan.url, first)
-            robots = self._parse(response) if 200 <= status < 300 else None
-            return Fetched(plan.response(status, robots, monotonic()), plan.url, first)
+            if 200 <= status < 300:
+                body = response.body
+                entry = plan.response(status, self._parse(response), monotonic())
+                return Fetched(entry, plan.url, first, body=body)
+            return Fetched(plan.response(status, None, monotonic()), plan.url, first)
 
     def _robots_request(self, url: str, timeout: float) -> Request:
         return Request(

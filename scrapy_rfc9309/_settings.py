@@ -138,7 +138,10 @@ BUDGET_DEFAULTS: dict[str, Any] = {
 CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
-    # The Redis a fleet of crawler processes shares politeness through; None: none.
+}
+
+FLEET_DEFAULTS: dict[str, Any] = {
+    # The Redis a fleet of crawler processes shares spacing and robots.txt through.
     "FLEET_REDIS_URL": None,
 }
 

@@ -20,8 +20,9 @@ from collections import OrderedDict
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
@@ -34,7 +35,8 @@ from .._robots import (
     crawler_token,
     has_robots_txt,
 )
-from .._settings import ROBOTS_DEFAULTS, RobotsSettings, number, with_defaults
+from .._settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, number, with_defaults
+from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
 from ..robots._decoding import content_codings, decode_bounded
@@ -58,7 +60,16 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
-        self.fetcher = RobotsFetcher(crawler, self.config)
+        self.fetcher: RobotsFetcher | SharedRobotsFetcher = RobotsFetcher(crawler, self.config)
+        fleet_url = crawler.settings.get("FLEET_REDIS_URL")
+        if fleet_url:
+            if not is_asyncio_available():
+                raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
+            try:
+                self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet_url)
+            except ValueError as exc:
+                raise SettingError(f"FLEET_REDIS_URL: {exc}") from None
+            crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}

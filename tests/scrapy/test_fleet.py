@@ -37,15 +37,23 @@ def fleet_settings(redis_url, **extra):
 
 
 def start_fleet(settings, urls, processes=3):
+    """*processes* crawls; process i sends ``User-Agent: TestBot/1.0 (i)``."""
     return [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.crawl_process", "--dedupe", json.dumps(settings), *urls],
+            [
+                sys.executable,
+                "-m",
+                "tests.crawl_process",
+                "--dedupe",
+                json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
+                *urls,
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(processes)
+        for number in range(processes)
     ]
 
 
@@ -91,9 +99,49 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     pages = [hit.path for hit in site.hits if hit.path.startswith("/p/")]
     assert len(pages) == 10 and len(set(pages)) == 10  # the budget, each page once
     assert "/private/x" not in site.paths()
+    assert site.count("/robots.txt") == 1  # one fetch for the fleet
+    assert sum(s.get("fleet/robots_shared", 0) for s in stats) == 2
     gaps = page_gaps(site)
     assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps
     assert sum(s.get("fleet/spacing_reserved", 0) for s in stats) >= 10
+
+
+def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polite(site):
+    """Without the fleet's Redis each process falls back to its own floor and its own
+    robots.txt fetch; the processes then behave as lone ones (the site may see
+    them closer together than the Crawl-delay, but never a process faster than
+    alone), and go back to fleet-wide spacing when Redis answers again."""
+    from tests.budget.redis_server import RedisServer
+
+    server = RedisServer()
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
+    urls = [f"{site.url}/p/{i}" for i in range(16)]
+    settings = fleet_settings(server.url, DOMAINBUDGET_ENABLED=False)
+    settings["REDIS_URL"] = None  # the queue lives in each process: only the fleet Redis fails
+    settings.pop("SCHEDULER"), settings.pop("DUPEFILTER_CLASS")
+    fleet = start_fleet(settings, urls, processes=2)
+    try:
+        time.sleep(2)
+        server.stop()
+        time.sleep(2)
+        server.restart()
+        stats = wait_all(fleet)
+    finally:
+        server.stop()
+    for process_stats in stats:
+        assert (
+            process_stats.get("fleet/spacing_error", 0) >= 1
+            or process_stats.get("fleet/spacing_local", 0) >= 1
+        ), process_stats
+    by_process = {}
+    for hit in site.hits:
+        if hit.path.startswith("/p/"):
+            by_process.setdefault(hit.user_agent, []).append(hit.time)
+    assert [len(times) for times in by_process.values()] == [16, 16]
+    for times in by_process.values():  # each process alone: never faster than asked
+        gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
+        assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps
+    assert sum(s.get("fleet/spacing_reserved", 0) for s in stats) >= 4  # before and after
 
 
 def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, fleet_redis):

@@ -1,0 +1,115 @@
+"""robots.txt fetched once per authority for a whole fleet (``FLEET_REDIS_URL``).
+
+:class:`SharedRobotsFetcher` has :class:`~._robots.RobotsFetcher`'s ``fetch()``: it
+first reads the fleet's copy in Redis; without one, the process that takes the lock
+fetches and publishes, and the others wait for its copy (for at most the fetch's
+timeout and a margin: the lock expires then, so a process killed mid-fetch blocks
+nobody for longer).  If Redis fails, the process fetches by itself, as a lone
+process would, and logs one WARNING until Redis answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from time import monotonic
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.http.request import NO_CALLBACK
+
+from ._robots import Fetched, RobotsFetcher
+from .fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
+from .robots import FetchOutcome, RobotsEntry, RobotsTxt
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: How often a process waiting for another one's fetch looks for its copy.
+POLL_INTERVAL = 0.1
+#: A lock outlives the fetch's timeout by this much.
+LOCK_MARGIN = 5.0
+
+
+class SharedRobotsFetcher:
+    def __init__(self, crawler: Crawler, fetcher: RobotsFetcher, url: str) -> None:
+        self.fetcher = fetcher
+        self.config = fetcher.config
+        self.stats = crawler.stats
+        self.shared = SharedRobots(url)
+        self._warned = False
+
+    async def fetch(self, authority: str, previous: RobotsEntry | None = None) -> Fetched:
+        try:
+            return await self._fetch_shared(authority, previous)
+        except SharedRobotsError as exc:
+            self.stats.inc_value("fleet/robots_error")
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "Fleet Redis unreachable (%s): fetching robots.txt files in this "
+                    "process until it answers again",
+                    exc,
+                )
+            return await self.fetcher.fetch(authority, previous)
+
+    async def _fetch_shared(self, authority: str, previous: RobotsEntry | None) -> Fetched:
+        lock_life = self.config.timeout + LOCK_MARGIN
+        deadline = monotonic() + lock_life
+        while True:
+            shared = await self.shared.get(authority)
+            self._recovered()
+            if shared is not None:
+                self.stats.inc_value("fleet/robots_shared")
+                return self._from_shared(authority, shared, previous)
+            token = await self.shared.lock(authority, lock_life)
+            if token is not None:
+                fetched = await self.fetcher.fetch(authority, previous)
+                await self.shared.publish(authority, _to_shared(fetched), token)
+                self.stats.inc_value("fleet/robots_fetched")
+                return fetched
+            if monotonic() > deadline:  # the holder is gone or stuck: fetch here
+                return await self.fetcher.fetch(authority, previous)
+            await asyncio.sleep(POLL_INTERVAL)
+
+    def _from_shared(
+        self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
+    ) -> Fetched:
+        now = monotonic()
+        policy = self.config.policy
+        outcome = FetchOutcome(shared.outcome)
+        if outcome is FetchOutcome.SUCCESS and shared.body is not None:
+            robots = RobotsTxt.parse(
+                shared.body, lenient=self.config.lenient, max_bytes=self.config.max_bytes
+            )
+            entry = policy.success(robots, now, shared.status)
+        elif outcome is FetchOutcome.UNAVAILABLE:
+            entry = policy.unavailable(now, shared.status)
+        else:  # unreachable: this process's own last good copy, if it has one
+            entry = policy.unreachable(now, previous, shared.status)
+        entry = _expiring(entry, now + shared.ttl)
+        url = f"{authority}/robots.txt"
+        request = Request(url, callback=NO_CALLBACK, dont_filter=True)
+        return Fetched(entry, url, request, body=shared.body)
+
+    def _recovered(self) -> None:
+        if self._warned:
+            self._warned = False
+            logger.warning("Fleet Redis answers again: robots.txt files are shared again")
+
+    def close(self) -> None:
+        self.shared.close()
+
+
+def _to_shared(fetched: Fetched) -> SharedFetch:
+    entry = fetched.entry
+    body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
+    return SharedFetch(entry.outcome.value, entry.status, body, entry.expires_at - entry.fetched_at)
+
+
+def _expiring(entry: RobotsEntry, expires_at: float) -> RobotsEntry:
+    """*entry*, expiring when the fleet's copy does (never later than its own policy)."""
+    return replace(entry, expires_at=min(entry.expires_at, expires_at))

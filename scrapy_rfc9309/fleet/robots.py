@@ -1,0 +1,95 @@
+"""robots.txt shared by a fleet of crawler processes, in Redis: one fetch per authority
+per cache lifetime for the whole fleet.
+
+Keys (each call names one key: safe for Redis Cluster):
+
+* ``{prefix}:{authority}``: the outcome of the last fetch, as JSON (``outcome``,
+  ``status``, and for a 2xx the body as read, at most ``RFC9309_MAX_BYTES``), expiring
+  when the fetching process's cache entry does;
+* ``{prefix}:lock:{authority}``: held by the process fetching it, with an expiry, so
+  that a process killed mid-fetch blocks the others no longer than that.
+
+Pure asyncio: no Scrapy, no Twisted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from ..budget.resp import PipelinedRedis, address_from_url
+
+_GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+# Publish the entry and release the lock, if this process still holds it.
+_PUBLISH = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+return 1
+"""
+
+
+class SharedRobotsError(Exception):
+    """Redis could not be reached or refused the call."""
+
+
+@dataclass(frozen=True)
+class SharedFetch:
+    """A fetch result as the fleet shares it; ``ttl`` is what is left of its lifetime."""
+
+    outcome: str
+    status: int | None
+    body: bytes | None
+    ttl: float
+
+    def encode(self) -> str:
+        body = base64.b64encode(self.body).decode() if self.body is not None else None
+        return json.dumps({"outcome": self.outcome, "status": self.status, "body": body})
+
+    @classmethod
+    def decode(cls, data: bytes, ttl: float) -> SharedFetch:
+        record = json.loads(data)
+        body = base64.b64decode(record["body"]) if record["body"] is not None else None
+        return cls(record["outcome"], record["status"], body, ttl)
+
+
+class SharedRobots:
+    """The fleet's robots.txt results in the Redis at *url*."""
+
+    def __init__(self, url: str, prefix: str = "rfc9309:robots", timeout: float = 2.0):
+        address = address_from_url(url, timeout)
+        if address is None:
+            raise ValueError(f"unsupported Redis URL for the fleet: {url!r}")
+        self.prefix = prefix
+        self._redis = PipelinedRedis(address)
+
+    async def get(self, authority: str) -> SharedFetch | None:
+        """The fleet's current result for *authority*, if any."""
+        data, ttl_ms = await self._call("EVAL", _GET, 1, f"{self.prefix}:{authority}")
+        if data is None or int(ttl_ms) <= 0:
+            return None
+        return SharedFetch.decode(data, int(ttl_ms) / 1000)
+
+    async def lock(self, authority: str, seconds: float) -> str | None:
+        """A token if this process may fetch *authority* now (for at most *seconds*)."""
+        token = secrets.token_hex(8)
+        key = f"{self.prefix}:lock:{authority}"
+        reply = await self._call("SET", key, token, "NX", "PX", max(int(seconds * 1000), 1))
+        return token if reply == "OK" else None
+
+    async def publish(self, authority: str, fetch: SharedFetch, token: str) -> None:
+        """Share *fetch* for its ``ttl`` and release the lock taken with *token*."""
+        keys = (f"{self.prefix}:{authority}", f"{self.prefix}:lock:{authority}")
+        ttl_ms = max(int(fetch.ttl * 1000), 1)
+        await self._call("EVAL", _PUBLISH, 2, *keys, fetch.encode(), ttl_ms, token)
+
+    async def _call(self, *args: Any) -> Any:
+        try:
+            return await self._redis.call(*args)
+        except Exception as exc:
+            raise SharedRobotsError(str(exc)) from exc
+
+    def close(self) -> None:
+        self._redis.close()
