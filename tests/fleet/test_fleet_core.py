@@ -1,0 +1,89 @@
+"""The fleet's Redis primitives against a real redis-server: spacing reservations on the
+server's clock, and the robots.txt lock that a dead process cannot hold for long."""
+
+import asyncio
+import itertools
+
+import pytest
+import pytest_twisted
+import redis
+
+from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
+from scrapy_rfc9309.fleet.spacing import FleetSpacing, SpacingError
+from tests.budget.test_storage_contract import on_loop
+
+
+@pytest.fixture
+def url(redis_server):
+    url = redis_server.url.rsplit("/", 1)[0] + "/6"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest_twisted.ensureDeferred
+async def test_concurrent_reservations_are_spaced_by_the_floor(url):
+    spacing = FleetSpacing(url)
+
+    async def scenario():
+        waits = await asyncio.gather(*(spacing.reserve("a.example", 0.5) for _ in range(6)))
+        other = await spacing.reserve("b.example", 0.5)  # another host: no wait
+        spacing.close()
+        return sorted(waits), other
+
+    waits, other = await on_loop(scenario())
+    assert waits[0] < 0.05 and other < 0.05
+    # Six starts of one host, 0.5 s apart (on the server's clock).
+    assert all(later - earlier >= 0.499 for earlier, later in itertools.pairwise(waits)), waits
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_largest_floor_any_process_asked_for_applies(url):
+    spacing = FleetSpacing(url)
+
+    async def scenario():
+        await spacing.reserve("a.example", 2.0)  # a process that knows the Crawl-delay
+        wait = await spacing.reserve("a.example", 0.0)  # one that does not (yet)
+        spacing.close()
+        return wait
+
+    assert await on_loop(scenario()) >= 1.9
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_unreachable_redis_is_a_spacing_error(silent_port):
+    spacing = FleetSpacing(f"redis://127.0.0.1:{silent_port}/0", timeout=0.3)
+
+    async def scenario():
+        with pytest.raises(SpacingError):
+            await spacing.reserve("a.example", 1.0)
+        spacing.close()
+
+    await on_loop(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_lock_left_by_a_dead_process_expires_and_publishing_releases_it(url):
+    shared = SharedRobots(url)
+
+    async def scenario():
+        dead = await shared.lock("http://a.example", 0.3)  # a process killed mid-fetch
+        assert dead is not None
+        assert await shared.lock("http://a.example", 0.3) is None
+        await asyncio.sleep(0.4)
+        token = await shared.lock("http://a.example", 5)
+        assert token is not None  # expired: another process may fetch
+        fetch = SharedFetch("success", 200, b"User-agent: *\nDisallow: /x\n", ttl=60)
+        await shared.publish("http://a.example", fetch, token)
+        found = await shared.get("http://a.example")
+        relock = await shared.lock("http://a.example", 5)
+        shared.close()
+        return found, relock
+
+    found, relock = await on_loop(scenario())
+    assert (found.outcome, found.status, found.body) == (
+        "success",
+        200,
+        b"User-agent: *\nDisallow: /x\n",
+    )
+    assert 55 < found.ttl <= 60
+    assert relock is not None  # publishing released the lock
