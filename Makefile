@@ -32,13 +32,14 @@ $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
 test-min: $(MIN_VENV)/.installed
 	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-# All benchmarks and the cross-check (bench_budget.py needs redis-server on the PATH).
+# All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/crosscheck.py
 	$(BIN)/python benchmarks/bench_crawl.py
 	$(BIN)/python benchmarks/bench_budget.py
 	$(BIN)/python benchmarks/bench_hostile.py
+	$(BIN)/python benchmarks/bench_fleet.py
 
 lint: $(VENV)/.installed
 	$(BIN)/python -m pip install -q ruff mypy types-PyYAML

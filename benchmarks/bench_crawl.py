@@ -29,6 +29,7 @@ ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private
 PAGE = b"<html><body>" + b"<p>text</p>" * 50 + b"</body></html>"
 ROBOTS_MODES = ("none", "builtin", "rfc9309")
 BUDGET_MODES = ("none", "budget-memory", "budget-sqlite", "budget-redis")
+FLEET_MODES = ("rfc9309", "fleet", "floor", "fleet-floor")
 
 
 def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
@@ -40,10 +41,21 @@ def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
         },
         "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.DomainBudgetMiddleware": 950},
     }
+    addon = {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}}
     return {
         "none": {"ROBOTSTXT_OBEY": False},
         "builtin": {"ROBOTSTXT_OBEY": True},
         "rfc9309": {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}},
+        # The fleet's Redis named: no floor, so no spacing calls; robots.txt shared.
+        "fleet": {**addon, "FLEET_REDIS_URL": redis_url},
+        # A tiny floor (1 ms): every request is spaced, alone or through the fleet.
+        "floor": {**addon, "DOWNLOAD_DELAY": 0.001, "DOWNLOAD_DELAY_JITTER": 0},
+        "fleet-floor": {
+            **addon,
+            "DOWNLOAD_DELAY": 0.001,
+            "DOWNLOAD_DELAY_JITTER": 0,
+            "FLEET_REDIS_URL": redis_url,
+        },
         "budget-memory": {
             **budget,
             "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.MemoryStorage",
@@ -161,16 +173,21 @@ def compare(
     return times
 
 
-def print_table(times: dict[str, list[float]], pages: int) -> None:
-    rounds = len(times["none"])
+def print_table(
+    times: dict[str, list[float]], pages: int, baselines: dict[str, str] | None = None
+) -> None:
+    """Best and median times of each mode against its baseline (``none`` unless
+    *baselines* names another)."""
+    rounds = len(next(iter(times.values())))
     print(f"{pages} pages, 16 concurrent requests, {rounds} rounds (crawler alone on a core)")
-    print(f"{'mode':<14} {'best (s)':>9} {'vs none':>8} {'median (s)':>11} {'vs none':>8}")
-    best_none, median_none = min(times["none"]), statistics.median(times["none"])
+    print(f"{'mode':<14} {'best (s)':>9} {'vs base':>8} {'median (s)':>11} {'vs base':>8}  base")
     for mode, seconds in times.items():
+        base = (baselines or {}).get(mode, "none")
         best, median = min(seconds), statistics.median(seconds)
+        best_base, median_base = min(times[base]), statistics.median(times[base])
         print(
-            f"{mode:<14} {best:>9.2f} {best / best_none:>7.3f}x"
-            f" {median:>11.2f} {median / median_none:>7.3f}x"
+            f"{mode:<14} {best:>9.2f} {best / best_base:>7.3f}x"
+            f" {median:>11.2f} {median / median_base:>7.3f}x  {base}"
         )
 
 

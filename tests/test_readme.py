@@ -49,11 +49,14 @@ class NoRequests(scrapy.Spider):
 
 @pytest.mark.parametrize("snippet", blocks("python"))
 @pytest_twisted.ensureDeferred
-async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypatch):
+async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypatch, redis_server):
     namespace: dict = {}
     exec(snippet, namespace)
     settings = {name: value for name, value in namespace.items() if name.isupper()}
     assert settings, snippet
+    for name in settings:  # the snippets' Redis servers are the test's
+        if name.endswith("REDIS_URL"):
+            settings[name] = redis_server.url
     # Relative paths in the snippets are a project's: config/domains.yaml, .scrapy/.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config").mkdir()
