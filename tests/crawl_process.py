@@ -1,8 +1,13 @@
-"""Run one crawl in this process: ``python -m tests.crawl_process [--dedupe] SETTINGS_JSON
-URL...`` (``--dedupe``: requests go through the dupefilter, as in a fleet).
+"""Run one crawl in this process, as a user's crawler process would:
 
-Used by tests that need a crawler they can kill, several crawler processes, or the
-peak memory of one crawl.  The last line printed is the crawl's stats as JSON."""
+    python -m tests.crawl_process [--dedupe | --redis-spider] SETTINGS_JSON URL...
+
+``--dedupe``: the URLs go through the dupefilter.  ``--redis-spider``: a scrapy-redis
+``RedisSpider`` that takes its start URLs from the Redis list ``pages:start_urls``
+(pushed by the caller; no URL arguments), as a fleet's processes do, and closes after
+2 idle seconds.  Used by tests that need a crawler they can kill, several crawler
+processes, or the peak memory of one crawl.  The last line printed is the crawl's
+stats as JSON."""
 
 import json
 import sys
@@ -22,15 +27,34 @@ class Pages(scrapy.Spider):
         pass
 
 
+def redis_pages():
+    from scrapy_redis.spiders import RedisSpider
+
+    class RedisPages(RedisSpider):
+        name = "pages"
+        redis_key = "pages:start_urls"
+        max_idle_time = 2
+
+        def parse(self, response):
+            pass
+
+    return RedisPages
+
+
 def main() -> None:
-    args = sys.argv[1:]
-    dedupe = args[0] == "--dedupe"
-    settings, *urls = args[dedupe:]
+    mode, *args = sys.argv[1:]
+    if not mode.startswith("--"):
+        mode, args = "", [mode, *args]
+    settings, *urls = args
     process = CrawlerProcess(
         {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **json.loads(settings)}
     )
-    crawler = process.create_crawler(Pages)
-    process.crawl(crawler, urls=urls, dedupe=dedupe)
+    if mode == "--redis-spider":
+        crawler = process.create_crawler(redis_pages())
+        process.crawl(crawler)
+    else:
+        crawler = process.create_crawler(Pages)
+        process.crawl(crawler, urls=urls, dedupe=mode == "--dedupe")
     process.start()
     print(json.dumps(crawler.stats.get_stats(), default=str))
 

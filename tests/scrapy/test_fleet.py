@@ -31,20 +31,30 @@ def fleet_settings(redis_url, **extra):
         "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
         "DOMAINBUDGET_REDIS_URL": redis_url,
         "CONCURRENT_REQUESTS": 8,
+        "REDIS_START_URLS_BATCH_SIZE": 2,  # spread the start URLs over the processes
         "LOG_LEVEL": "WARNING",
         **extra,
     }
 
 
 def start_fleet(settings, urls, processes=3):
-    """*processes* crawls; process i sends ``User-Agent: TestBot/1.0 (i)``."""
+    """*processes* crawls; process i sends ``User-Agent: TestBot/1.0 (i)``.  With
+    scrapy-redis's scheduler, *urls* go to the fleet's start list (scrapy-redis's
+    RedisSpider); else each process crawls them all."""
+    if "SCHEDULER" in settings:
+        redis.Redis.from_url(settings["REDIS_URL"]).rpush(
+            "pages:start_urls", *(json.dumps({"url": url}) for url in urls)
+        )
+        mode, urls = "--redis-spider", []
+    else:
+        mode = "--dedupe"
     return [
         subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "tests.crawl_process",
-                "--dedupe",
+                mode,
                 json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
                 *urls,
             ],
@@ -101,6 +111,8 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     assert "/private/x" not in site.paths()
     assert site.count("/robots.txt") == 1  # one fetch for the fleet
     assert sum(s.get("fleet/robots_shared", 0) for s in stats) == 2
+    # Every process read robots.txt from the fleet or fetched it; pages came from several.
+    assert len({hit.user_agent for hit in site.hits if hit.path.startswith("/p/")}) >= 2
     gaps = page_gaps(site)
     assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps
     assert sum(s.get("fleet/spacing_reserved", 0) for s in stats) >= 10
