@@ -71,11 +71,14 @@ class DomainBudgetMiddleware:
         limits = self.policy.limits_for(host)
         day = day_of(unix_time(), self.tz)
         self._touched[limits.key] = limits
-        try:
-            if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
+        if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
+            try:
                 await self.storage.count_request_async(limits.key, day)
                 self.stats.inc_value("domainbudget/robots_counted")
-                return
+            except StorageError as exc:  # not even when the storage fails
+                self._on_storage_error(exc, deny=False)
+            return
+        try:
             result = await self.storage.reserve_async(
                 limits.key,
                 day,
@@ -134,7 +137,9 @@ class DomainBudgetMiddleware:
             logger.error(
                 "Budget storage failed (%s); %s (DOMAINBUDGET_ON_STORAGE_ERROR)",
                 exc,
-                "dropping requests" if deny else "letting requests through",
+                "dropping requests (robots.txt excepted)"
+                if self.fail_closed
+                else "letting requests through",
             )
         if deny:
             raise IgnoreRequest(f"Budget storage failed: {exc}")

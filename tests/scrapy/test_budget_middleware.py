@@ -106,7 +106,12 @@ async def test_storage_errors_fail_open_by_default_and_closed_on_request(site, t
     assert page_paths(site) == ["/p/1"]
     assert crawler.stats.get_value("domainbudget/storage_error") >= 1
     site.hits.clear()
-    await crawl([f"{site.url}/p/2"], DOMAINBUDGET_ON_STORAGE_ERROR="deny", **redis, **BUDGET)
+    crawler = await crawl(
+        [f"{site.url}/p/2"], DOMAINBUDGET_ON_STORAGE_ERROR="deny", **redis, **BUDGET
+    )
+    # robots.txt is never refused, storage or no storage: the site is not "unreachable".
+    assert site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/success") == 1
     assert page_paths(site) == []
 
 
