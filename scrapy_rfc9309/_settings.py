@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,14 +27,24 @@ def number(
     value = settings.get(name)
     try:
         result = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SettingError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(result):
+        raise SettingError(f"{name} must be a finite number, not {value!r}")
     if result < minimum or (maximum is not None and result > maximum):
         bounds = (
             f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
         )
         raise SettingError(f"{name} must be {bounds}, not {value!r}")
     return result
+
+
+def flag(settings: BaseSettings, name: str) -> bool:
+    """A boolean setting (``True``/``False``, ``1``/``0``, ``"true"``/``"false"``)."""
+    try:
+        return settings.getbool(name)
+    except ValueError:
+        raise SettingError(f"{name} must be True or False, not {settings.get(name)!r}") from None
 
 
 def choice(settings: Any, name: str, choices: tuple[str, ...]) -> str:
@@ -49,7 +60,9 @@ def compile_exclusions(
     """A matcher for the operator's deny list: robots-style path patterns, or regular
     expressions written ``re:...``, matched against the canonical path + query.
     It returns the entry that matched, or ``None``."""
-    if isinstance(entries, str) or not isinstance(entries, (list, tuple)):
+    if isinstance(entries, str):  # "/a,/b" from the command line (-s), as getlist() reads it
+        entries = [entry.strip() for entry in entries.split(",") if entry.strip()]
+    if not isinstance(entries, (list, tuple)):
         raise SettingError(f"{name} must be a list of path patterns, not {entries!r}")
     patterns: list[tuple[str, Callable[[str], Any]]] = []
     for entry in entries:
@@ -91,19 +104,19 @@ class RobotsSettings:
     def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
         policy = AccessPolicy(
             cache_ttl=number(settings, "RFC9309_CACHE_TTL", 0, MAX_CACHE_TTL),
-            failure_ttl=number(settings, "RFC9309_FAILURE_TTL", 0),
+            failure_ttl=number(settings, "RFC9309_FAILURE_TTL", 0, MAX_CACHE_TTL),
             unreachable_allows=choice(settings, "RFC9309_UNREACHABLE", ("disallow", "allow"))
             == "allow",
         )
         return cls(
             policy=policy,
-            timeout=number(settings, "RFC9309_TIMEOUT", 0.001),
-            max_bytes=int(number(settings, "RFC9309_MAX_BYTES", DEFAULT_MAX_BYTES)),
+            timeout=number(settings, "RFC9309_TIMEOUT", 0.001, 3600),
+            max_bytes=int(number(settings, "RFC9309_MAX_BYTES", DEFAULT_MAX_BYTES, 1 << 26)),
             max_redirects=int(number(settings, "RFC9309_MAX_REDIRECTS", 0, 20)),
-            cache_size=int(number(settings, "RFC9309_CACHE_SIZE", 1)),
-            lenient=settings.getbool("RFC9309_LENIENT"),
+            cache_size=int(number(settings, "RFC9309_CACHE_SIZE", 1, 10**8)),
+            lenient=flag(settings, "RFC9309_LENIENT"),
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
-            excluded=compile_exclusions(settings.getlist("RFC9309_EXCLUDE_PATHS")),
+            excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
         )
 
 

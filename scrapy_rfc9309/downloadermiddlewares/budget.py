@@ -23,7 +23,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import budget_settings, build_storage, load_policy, unix_time
 from .._robots import META_ROBOTS
-from .._settings import SettingError, choice
+from .._settings import SettingError, choice, flag
 from ..budget.policy import DomainLimits, day_of, zone
 from ..budget.storage import Reservation, StorageError
 
@@ -40,7 +40,7 @@ META_RESERVED = "domainbudget_reserved"
 
 class DomainBudgetMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("DOMAINBUDGET_ENABLED"):
+        if not flag(crawler.settings, "DOMAINBUDGET_ENABLED"):
             raise NotConfigured
         if not is_asyncio_available():
             raise SettingError(

@@ -23,7 +23,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import load_policy
 from .._robots import ROBOTS_PARSED, authority_of, crawler_token
-from .._settings import CRAWLDELAY_DEFAULTS, SettingError, number, with_defaults
+from .._settings import CRAWLDELAY_DEFAULTS, SettingError, flag, number, with_defaults
 from ..robotparser import RobotParser
 from . import _slots
 from ._fleet import FleetGates
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
         settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
-        if not settings.getbool("CRAWLDELAY_ENABLED"):
+        if not flag(settings, "CRAWLDELAY_ENABLED"):
             raise NotConfigured
         try:
             _slots.check_seam()
@@ -53,7 +53,7 @@ class CrawlDelayThrottle:
         self.crawler = crawler
         self.stats = crawler.stats
         self._fleet = self._fleet_gates(crawler, settings.get("FLEET_REDIS_URL"))
-        self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0)
+        self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)

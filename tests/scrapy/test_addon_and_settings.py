@@ -73,6 +73,16 @@ async def test_addon_crawl_fetches_robots_txt_once(site):
         ("RFC9309_MAX_REDIRECTS", -1),
         ("RFC9309_CACHE_SIZE", 0),
         ("RFC9309_EXCLUDE_PATHS", ["re:("]),
+        # Not finite, or not of the setting's kind: named, never a raw error.
+        ("RFC9309_TIMEOUT", float("nan")),
+        ("RFC9309_TIMEOUT", "nan"),
+        ("RFC9309_CACHE_TTL", float("inf")),
+        ("RFC9309_FAILURE_TTL", "inf"),
+        ("RFC9309_MAX_BYTES", 1e300),
+        ("RFC9309_CACHE_SIZE", float("nan")),
+        ("RFC9309_LENIENT", "maybe"),
+        ("RFC9309_EXCLUDE_PATHS", 5),
+        ("FLEET_REDIS_URL", "http://not-redis"),
     ],
 )
 @pytest_twisted.ensureDeferred
