@@ -3,9 +3,12 @@ budget``): the policy and the storage from the settings, and the clock of the da
 
 from __future__ import annotations
 
+import functools
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
@@ -24,17 +27,34 @@ def unix_time() -> float:
 
 
 def load_policy(settings: BaseSettings) -> BudgetPolicy:
-    """The policy from DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, else the defaults."""
+    """The policy from DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, else the defaults.
+
+    A relative file path is the project's (next to ``scrapy.cfg``), so ``scrapy crawl``
+    works from any directory of the project.  A file is read once however many
+    components ask (until it changes)."""
     path = settings.get("DOMAINBUDGET_POLICY_FILE")
     inline = settings.get("DOMAINBUDGET_POLICY")
     if path and inline:
         raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
     if path:
-        return BudgetPolicy.from_file(path)
+        resolved = Path(path)
+        project = closest_scrapy_cfg()
+        if not resolved.is_absolute() and project:
+            resolved = Path(project).parent / resolved
+        try:
+            stat = resolved.stat()
+        except OSError as exc:
+            raise PolicyError(f"{path}: cannot read the policy file: {exc}") from None
+        return _policy_file(str(resolved), stat.st_mtime_ns, stat.st_size)
     if inline is not None:
         data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
         return BudgetPolicy.from_dict(data)
     return BudgetPolicy.defaults()
+
+
+@functools.lru_cache(maxsize=4)
+def _policy_file(path: str, mtime_ns: int, size: int) -> BudgetPolicy:
+    return BudgetPolicy.from_file(path)
 
 
 def budget_settings(settings: BaseSettings) -> BaseSettings:

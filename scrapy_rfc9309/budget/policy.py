@@ -74,19 +74,33 @@ class BudgetPolicy:
 
     @classmethod
     def from_file(cls, path: str | Path) -> BudgetPolicy:
+        """Load a YAML policy.  Plain YAML only: aliases (``*name``, ``<<:``) and
+        explicit tags (``!!python/...``) are refused, and so are files over
+        :data:`MAX_POLICY_BYTES` and duplicate keys, each naming the line."""
         source = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            raw = Path(path).read_bytes()
         except OSError as exc:
             raise PolicyError(f"{source}: cannot read the policy file: {exc}") from None
+        if len(raw) > MAX_POLICY_BYTES:
+            raise PolicyError(
+                f"{source}: {len(raw):,} bytes; a policy file holds at most {MAX_POLICY_BYTES:,}"
+            )
         try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PolicyError(
+                f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        try:
+            _refuse_aliases_and_tags(text, source)
             node = yaml.compose(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f", line {mark.line + 1}" if mark is not None else ""
             raise PolicyError(f"{source}{where}: invalid YAML: {exc}") from None
         lines: dict[tuple[Any, ...], int] = {}
-        data = _to_python(node, (), lines) if node is not None else {}
+        data = _to_python(node, (), lines, source) if node is not None else {}
         return cls.from_dict(data, source=source, lines=lines)
 
     @classmethod
@@ -136,6 +150,12 @@ class BudgetPolicy:
         return DomainLimits(registrable_domain(host), **vars(self.default))
 
 
+#: The largest daily limit (what every storage counts exactly).
+MAX_PER_DAY = 10**12
+#: The longest delay a policy may ask between two requests: a day.
+MAX_DELAY = 86400.0
+
+
 class _Checker:
     """Validation with errors that name the source, line and field."""
 
@@ -179,9 +199,14 @@ class _Checker:
     ) -> _Limits:
         def count(key: str, default: int) -> int:
             value = data.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 0 <= value <= MAX_PER_DAY
+            ):
                 self.fail(
-                    (*path, key), f"must be a whole number >= 0 (0 = unlimited), not {value!r}"
+                    (*path, key),
+                    f"must be a whole number from 0 (unlimited) to {MAX_PER_DAY:,}, not {value!r}",
                 )
             return int(value)
 
@@ -209,25 +234,69 @@ class _Checker:
             self.fail((*path, "qps"), "give either qps or delay, not both")
         if qps is not None:
             delay = 1 / qps
+        if delay is not None and delay > MAX_DELAY:
+            self.fail(
+                (*path, "qps" if qps is not None else "delay"),
+                f"asks for more than a day ({MAX_DELAY:,} s) between requests",
+            )
         if delay is None and inherit is not None:
             delay = inherit.delay
         return _Limits(requests, pages, delay, category)
 
 
-def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
+#: A policy file larger than this is refused (thousands of entries fit in far less).
+MAX_POLICY_BYTES = 1 << 20
+
+
+def _refuse_aliases_and_tags(text: str, source: str) -> None:
+    """One linear pass over the YAML events: an alias can expand exponentially (a
+    382-byte file to gigabytes), and an explicit tag asks for arbitrary types."""
+    for event in yaml.parse(text):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.AliasEvent):
+            raise PolicyError(f"{source}, line {line}: YAML aliases are not allowed in a policy")
+        tag = getattr(event, "tag", None)
+        implicit = getattr(event, "implicit", True)
+        if tag is not None and not (
+            implicit is True or (isinstance(implicit, tuple) and any(implicit))
+        ):
+            raise PolicyError(
+                f"{source}, line {line}: YAML tags ({tag}) are not allowed in a policy"
+            )
+
+
+def _to_python(
+    node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int], source: str
+) -> Any:
     """Turn a composed YAML node into Python values, recording each path's line."""
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         result = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
+            key = _scalar(key_node, source)
             field = (*path, key)
-            result[key] = _to_python(value_node, field, lines)
+            if key in result:
+                raise PolicyError(
+                    f"{source}, line {key_node.start_mark.line + 1}: "
+                    f"{'.'.join(map(str, field))}: duplicate key"
+                )
+            result[key] = _to_python(value_node, field, lines, source)
             lines[field] = key_node.start_mark.line + 1  # a field's line is its key's
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, (*path, index), lines) for index, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+        return [
+            _to_python(item, (*path, index), lines, source) for index, item in enumerate(node.value)
+        ]
+    return _scalar(node, source)
+
+
+def _scalar(node: yaml.Node, source: str) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError) as exc:  # e.g. a date that does not exist
+        raise PolicyError(
+            f"{source}, line {node.start_mark.line + 1}: invalid value: {exc}"
+        ) from None
 
 
 def normalise_host(host: str) -> str:

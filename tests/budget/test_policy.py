@@ -2,6 +2,7 @@
 
 import re
 import textwrap
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -163,3 +164,68 @@ def test_an_entry_naming_an_ip_or_localhost_covers_exactly_that_host():
     assert policy.limits_for("127.0.0.1").max_pages_per_day == 8
     assert policy.limits_for("10.0.0.1").key == "10.0.0.1"  # "0.1" is no parent of an IP
     assert policy.limits_for("10.0.0.1").max_pages_per_day == 100
+
+
+BOMB = (
+    'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+    "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+    "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+    "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+    "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (BOMB, r"line 2: YAML aliases are not allowed"),  # expanded for minutes before
+        ("b: &b {max_pages_per_day: 3}\ndefault_policy:\n  <<: *b\n", r"line 3: YAML aliases"),
+        ("default_policy: !!python/object/apply:os.system [x]\n", r"line 1: YAML tags"),
+        ("default_policy:\n  max_pages_per_day: 3\n  max_pages_per_day: 5\n", r"line 3: .*dup"),
+        ("default_policy:\n  max_pages_per_day: 2026-13-45\n", r"line 2: invalid value"),
+        ("default_policy:\n  max_pages_per_day: 100000000000000000000\n", r"line 2: .*from 0"),
+        ("default_policy:\n  qps: 0.000001\n", r"line 2: default_policy.qps: asks for more"),
+    ],
+)
+def test_unsafe_or_absurd_yaml_is_refused_quickly_naming_the_line(tmp_path, text, message):
+    start = time.perf_counter()
+    with pytest.raises(PolicyError, match=message):
+        BudgetPolicy.from_file(write(tmp_path, text))
+    assert time.perf_counter() - start < 1  # a generous guard: the bomb never expands
+
+
+def test_a_utf16_or_oversized_file_is_refused_naming_it(tmp_path):
+    path = tmp_path / "domains.yaml"
+    path.write_bytes("default_policy: {}\n".encode("utf-16"))
+    with pytest.raises(PolicyError, match=r"domains\.yaml: not UTF-8"):
+        BudgetPolicy.from_file(path)
+    path.write_text("# filler\n" * 200_000)
+    with pytest.raises(PolicyError, match=r"domains\.yaml: 1,800,000 bytes"):
+        BudgetPolicy.from_file(path)
+
+
+def test_empty_values_read_as_unset(tmp_path):
+    policy = BudgetPolicy.from_file(write(tmp_path, "default_policy:\n  qps:\nallowlist:\n"))
+    assert policy.limits_for("a.com").delay is None
+
+
+@pytest.mark.parametrize("field, value", [("qps", 1e-320), ("max_pages_per_day", 10**20)])
+def test_absurd_inline_numbers_are_refused(field, value):
+    with pytest.raises(PolicyError, match=f"default_policy.{field}"):
+        BudgetPolicy.from_dict({"default_policy": {field: value}})
+
+
+def test_a_relative_policy_file_is_the_projects_from_any_directory(tmp_path, monkeypatch):
+    from scrapy.settings import Settings
+
+    from scrapy_rfc9309._budget import load_policy
+
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = demo.settings\n")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "domains.yaml").write_text("default_policy:\n  max_pages_per_day: 7\n")
+    (tmp_path / "demo" / "spiders").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "demo" / "spiders")
+    policy = load_policy(Settings({"DOMAINBUDGET_POLICY_FILE": "config/domains.yaml"}))
+    assert policy.limits_for("a.com").max_pages_per_day == 7
