@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable
@@ -167,3 +168,34 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
         if copy.get(name) is None:
             copy.set(name, value, priority="default")
     return copy
+
+
+#: Every setting of the package (and Scrapy's robots.txt settings it reads).
+KNOWN_SETTINGS = frozenset(
+    {**ROBOTS_DEFAULTS, **BUDGET_DEFAULTS, **CRAWLDELAY_DEFAULTS, **FLEET_DEFAULTS}
+) | {"ROBOTSTXT_OBEY", "ROBOTSTXT_USER_AGENT", "ROBOTSTXT_PARSER"}
+_PREFIXES = ("RFC9309_", "DOMAINBUDGET_", "CRAWLDELAY_", "FLEET_")
+
+
+def mistakes(settings: BaseSettings) -> list[str]:
+    """What in *settings* silently does nothing, each said with how to fix it:
+    robots.txt not obeyed, a budget policy without budgets, and names with this
+    package's prefixes that it does not know (with the closest known one)."""
+    found = []
+    if not flag(settings, "ROBOTSTXT_OBEY"):
+        found.append(
+            "ROBOTSTXT_OBEY is False (Scrapy's default): robots.txt is not fetched, "
+            "nothing is disallowed and no Crawl-delay applies; set ROBOTSTXT_OBEY = True"
+        )
+    policy = settings.get("DOMAINBUDGET_POLICY") or settings.get("DOMAINBUDGET_POLICY_FILE")
+    if policy and not flag(settings, "DOMAINBUDGET_ENABLED"):
+        found.append(
+            "a budget policy is set but DOMAINBUDGET_ENABLED is not: no request is counted "
+            "or dropped; set DOMAINBUDGET_ENABLED = True"
+        )
+    for name in sorted(settings.attributes):
+        if name.startswith(_PREFIXES) and name not in KNOWN_SETTINGS:
+            close = difflib.get_close_matches(name, KNOWN_SETTINGS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "see the README's settings tables"
+            found.append(f"{name} is not a setting of scrapy_rfc9309 and does nothing: {hint}")
+    return found

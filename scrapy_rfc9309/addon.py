@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
+from ._settings import mistakes
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import (
     RobotsTxtDecompressionMiddleware,
@@ -15,6 +17,8 @@ from .extensions.crawldelay import CrawlDelayThrottle
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 #: Where the add-on puts the components, unless the user placed them already.
 #: The robots middleware takes the built-in one's place, after OffsiteMiddleware (50).
@@ -31,7 +35,8 @@ CRAWLDELAY_ORDER = 500
 class Addon:
     """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's, adds
     the package's components, keeping any order the user already set, and turns the
-    Crawl-delay throttle on unless the user turned it off."""
+    Crawl-delay throttle on unless the user turned it off.  Logs a WARNING for each
+    setting that would silently do nothing (see :func:`._settings.mistakes`)."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         name = "DOWNLOADER_MIDDLEWARES"
@@ -46,3 +51,5 @@ class Addon:
             "EXTENSIONS", CrawlDelayThrottle, CRAWLDELAY_ORDER
         )
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
+        for mistake in mistakes(settings):
+            logger.warning("scrapy_rfc9309: %s", mistake)

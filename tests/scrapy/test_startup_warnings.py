@@ -1,0 +1,59 @@
+"""What a new user gets wrong is said at start-up, as `scrapy crawl` prints it."""
+
+import subprocess
+import sys
+
+
+def new_project(tmp_path, settings):
+    """A project as `scrapy startproject` makes it, with *settings* appended."""
+    subprocess.run(
+        [sys.executable, "-m", "scrapy", "startproject", "demo"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    project = tmp_path / "demo"
+    with open(project / "demo" / "settings.py", "a") as file:
+        file.write(settings)
+    (project / "demo" / "spiders" / "empty.py").write_text(
+        "import scrapy\n\n\nclass Empty(scrapy.Spider):\n    name = 'empty'\n\n"
+        "    async def start(self):\n        return\n        yield\n"
+    )
+    return project
+
+
+def crawl_output(project):
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "empty"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stderr
+
+
+def test_silent_no_ops_get_a_warning_each(tmp_path):
+    project = new_project(
+        tmp_path,
+        '\nADDONS = {"scrapy_rfc9309.Addon": 500}\n'
+        'DOMAINBUDGET_POLICY = {"default_policy": {"max_pages_per_day": 3}}\n'
+        "DOMAINBUDGET_ENABLE = True\nRFC9309_CACHE_TTLL = 60\n",
+    )
+    # startproject's template sets ROBOTSTXT_OBEY = True: take it back, as some do.
+    settings = project / "demo" / "settings.py"
+    settings.write_text(settings.read_text().replace("ROBOTSTXT_OBEY = True", ""))
+    output = crawl_output(project)
+    assert "ROBOTSTXT_OBEY is False (Scrapy's default)" in output
+    assert "a budget policy is set but DOMAINBUDGET_ENABLED is not" in output
+    assert "DOMAINBUDGET_ENABLE is not a setting of scrapy_rfc9309" in output
+    assert "did you mean DOMAINBUDGET_ENABLED?" in output
+    assert "RFC9309_CACHE_TTLL is not a setting" in output and "RFC9309_CACHE_TTL?" in output
+
+
+def test_a_correct_project_gets_no_warning(tmp_path):
+    project = new_project(
+        tmp_path, '\nADDONS = {"scrapy_rfc9309.Addon": 500}\nROBOTSTXT_OBEY = True\n'
+    )
+    assert "scrapy_rfc9309:" not in crawl_output(project)
