@@ -12,7 +12,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from ._settings import BUDGET_DEFAULTS, with_defaults
+from ._settings import BUDGET_DEFAULTS, SettingError, with_defaults
 from .budget.policy import BudgetPolicy, PolicyError
 
 if TYPE_CHECKING:
@@ -68,5 +68,9 @@ def budget_settings(settings: BaseSettings) -> BaseSettings:
 
 def build_storage(settings: BaseSettings) -> BudgetStorage:
     """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`)."""
-    storage_cls = load_object(settings.get("DOMAINBUDGET_STORAGE"))
+    name = settings.get("DOMAINBUDGET_STORAGE")
+    try:
+        storage_cls = load_object(name)
+    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        raise SettingError(f"DOMAINBUDGET_STORAGE: cannot load {name!r}: {exc}") from None
     return storage_cls.from_settings(settings)  # type: ignore[no-any-return]

@@ -119,3 +119,17 @@ async def test_a_bad_crawl_delay_cap_stops_the_crawl_at_start_up_naming_it(site)
             EXTENSIONS={"scrapy_rfc9309.CrawlDelayThrottle": 500},
         )
     assert site.paths() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_storage_that_does_not_load_is_named(site):
+    with pytest.raises(
+        SettingError, match=r"DOMAINBUDGET_STORAGE: cannot load 'no\.such\.Storage'"
+    ):
+        await crawl(
+            [site.url + "/a"],
+            DOMAINBUDGET_ENABLED=True,
+            DOMAINBUDGET_STORAGE="no.such.Storage",
+            DOWNLOADER_MIDDLEWARES={"scrapy_rfc9309.DomainBudgetMiddleware": 950},
+        )
+    assert site.paths() == []

@@ -1,5 +1,6 @@
 """``scrapy robots``, run as a user runs it (a subprocess), against a local site."""
 
+import os
 import subprocess
 import sys
 
@@ -93,3 +94,27 @@ def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_erro
     result = robots("https://example.com/x", "--file", str(garbage), cwd=tmp_path)
     assert result.returncode == 0  # rules before any user-agent line are ignored
     assert "none applies" in result.stdout
+
+
+def test_rule_text_that_is_not_utf8_prints_escaped_on_a_strict_utf8_terminal(tmp_path):
+    path = tmp_path / "robots.txt"
+    path.write_bytes(b"User-agent: *\nDisallow: /caf\xe9\n")  # Latin-1, not UTF-8
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "robots",
+            "https://example.com/x",
+            "--file",
+            str(path),
+            "--show-rules",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Disallow: /caf\\udce9" in result.stdout
