@@ -147,11 +147,20 @@ class DomainBudgetMiddleware:
     async def _spider_closed(self, spider: Any = None) -> None:
         day = day_of(unix_time(), self.tz)
         try:
-            usage = await asyncio.to_thread(self.storage.usage, day)
+            usage: dict[str, tuple[int, int]] | None = await asyncio.to_thread(
+                self.storage.usage, day
+            )
         except StorageError as exc:
             logger.error("Budget storage failed at close: %s", exc)
-            usage = {}
+            usage = None
+        unknown = usage is None or self._storage_failed
         for key, limits in sorted(self._touched.items()):
+            if unknown:  # what the store holds misses what went through while it failed
+                logger.info(
+                    "Daily budget of %s on %s: use unknown (the budget storage failed)", key, day
+                )
+                continue
+            assert usage is not None
             requests, pages = usage.get(key, (0, 0))
             logger.info(
                 "Daily budget of %s on %s: %s/%s requests, %s/%s pages",

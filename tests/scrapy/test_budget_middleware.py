@@ -239,6 +239,7 @@ async def test_one_info_line_per_domain_when_over_budget_and_a_summary_at_close(
 async def test_a_storage_failure_is_logged_once(site, caplog):
     from tests.server import closed_port
 
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
     crawler = await crawl(
         [f"{site.url}/p/{i}" for i in range(4)],
         DOMAINBUDGET_STORAGE="scrapy_rfc9309.budget.storage.RedisStorage",
@@ -249,3 +250,8 @@ async def test_a_storage_failure_is_logged_once(site, caplog):
     assert len(failures) == 1 and failures[0].levelname == "ERROR"
     assert crawler.stats.get_value("domainbudget/storage_error") == 5  # robots.txt + 4 pages
     assert len(page_paths(site)) == 4
+    # The close summary does not claim 0 of the 4 pages that went through.
+    summary = [r.getMessage() for r in caplog.records if "Daily budget of" in r.getMessage()]
+    assert summary == [
+        "Daily budget of 127.0.0.1 on 2025-11-22: use unknown (the budget storage failed)"
+    ]
