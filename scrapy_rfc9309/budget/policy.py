@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -53,24 +53,18 @@ class DomainLimits:
     category: str | None = None
 
 
-@dataclass(frozen=True)
-class _Limits:
-    max_requests_per_day: int
-    max_pages_per_day: int
-    delay: float | None
-    category: str | None = None
-
-
 class BudgetPolicy:
     """Which limits apply to which host."""
 
-    def __init__(self, default: _Limits, entries: dict[str, _Limits]) -> None:
+    def __init__(self, default: DomainLimits, entries: dict[str, DomainLimits]) -> None:
+        """*default* and *entries* (by domain) hold their limits; their keys are set
+        per host by :meth:`limits_for`."""
         self.default = default
         self.entries = entries
 
     @classmethod
     def defaults(cls) -> BudgetPolicy:
-        return cls(_Limits(DEFAULT_MAX_REQUESTS, DEFAULT_MAX_PAGES, None), {})
+        return cls(DomainLimits("", DEFAULT_MAX_REQUESTS, DEFAULT_MAX_PAGES), {})
 
     @classmethod
     def from_file(cls, path: str | Path) -> BudgetPolicy:
@@ -119,7 +113,7 @@ class BudgetPolicy:
         check.mapping(default_data, ("default_policy",))
         check.known_keys(default_data, ("default_policy",), _LIMIT_KEYS)
         default = check.limits(default_data, ("default_policy",), None)
-        entries: dict[str, _Limits] = {}
+        entries: dict[str, DomainLimits] = {}
         allowlist = data.get("allowlist") or []
         if not isinstance(allowlist, list):
             check.fail(("allowlist",), "must be a list of entries")
@@ -146,8 +140,8 @@ class BudgetPolicy:
             candidate = ".".join(labels[start:])
             limits = self.entries.get(candidate)
             if limits is not None:
-                return DomainLimits(candidate, **vars(limits))
-        return DomainLimits(registrable_domain(host), **vars(self.default))
+                return replace(limits, key=candidate)
+        return replace(self.default, key=registrable_domain(host))
 
 
 #: The largest daily limit (what every storage counts exactly).
@@ -194,9 +188,9 @@ class _Checker:
         self,
         data: Mapping[str, Any],
         path: tuple[Any, ...],
-        inherit: _Limits | None,
+        inherit: DomainLimits | None,
         category: str | None = None,
-    ) -> _Limits:
+    ) -> DomainLimits:
         def count(key: str, default: int) -> int:
             value = data.get(key, default)
             if (
@@ -241,7 +235,7 @@ class _Checker:
             )
         if delay is None and inherit is not None:
             delay = inherit.delay
-        return _Limits(requests, pages, delay, category)
+        return DomainLimits("", requests, pages, delay, category)
 
 
 #: A policy file larger than this is refused (thousands of entries fit in far less).

@@ -94,7 +94,8 @@ class BudgetStorage(ABC):
         await asyncio.to_thread(self.close)
 
 
-def _verdict(requests: int, pages: int, max_requests: int, max_pages: int) -> Reservation:
+def _reservation_for(requests: int, pages: int, max_requests: int, max_pages: int) -> Reservation:
+    """Whether one more request (and page) fits under the limits, given the counts."""
     if max_requests and requests >= max_requests:
         return Reservation.REQUESTS_EXHAUSTED
     if max_pages and pages >= max_pages:
@@ -112,11 +113,11 @@ class MemoryStorage(BudgetStorage):
     def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
         with self._lock:
             counts = self._counts.setdefault((day, key), [0, 0])
-            verdict = _verdict(counts[0], counts[1], max_requests, max_pages)
-            if verdict is Reservation.GRANTED:
+            reservation = _reservation_for(counts[0], counts[1], max_requests, max_pages)
+            if reservation is Reservation.GRANTED:
                 counts[0] += 1
                 counts[1] += 1
-            return verdict
+            return reservation
 
     def count_request(self, key: str, day: str) -> None:
         with self._lock:
@@ -265,10 +266,10 @@ class SQLiteStorage(BudgetStorage):
             "SELECT requests, pages FROM budget WHERE day = ? AND domain = ?",
             (day, key),
         ).fetchone()
-        verdict = _verdict(row[0], row[1], max_requests, max_pages) if row else None
+        refused = _reservation_for(row[0], row[1], max_requests, max_pages) if row else None
         return (
-            verdict
-            if verdict not in (None, Reservation.GRANTED)
+            refused
+            if refused not in (None, Reservation.GRANTED)
             else Reservation.REQUESTS_EXHAUSTED
         )
 

@@ -96,7 +96,11 @@ class DomainBudgetMiddleware:
         self.stats.inc_value(f"domainbudget/dropped/{result.value}")
         if (limits.key, day) not in self._announced:
             self._announced.add((limits.key, day))
-            limit = getattr(limits, result.value)
+            limit = (
+                limits.max_requests_per_day
+                if result is Reservation.REQUESTS_EXHAUSTED
+                else limits.max_pages_per_day
+            )
             logger.info(
                 "Daily budget of %s reached (%s = %s on %s): dropping its requests",
                 limits.key,
