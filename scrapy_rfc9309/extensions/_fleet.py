@@ -26,6 +26,11 @@ logger = logging.getLogger(__name__)
 
 #: After a Redis failure, requests use the local floor alone for this long.
 RETRY_AFTER = 5.0
+#: Starts are reserved this much further apart than the floor (a share of it, at most
+#: MARGIN_MAX seconds): a request leaves a few milliseconds after its reserved start,
+#: and the site must never see two requests closer than the floor.
+MARGIN_SHARE = 0.05
+MARGIN_MAX = 0.05
 
 
 class FleetGates:
@@ -55,7 +60,7 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         try:
-            wait = await self.spacing.reserve(key, floor)
+            wait = await self.spacing.reserve(key, floor + min(floor * MARGIN_SHARE, MARGIN_MAX))
         except SpacingError as exc:
             self._down_until = loop.time() + RETRY_AFTER
             self.stats.inc_value("fleet/spacing_error")
