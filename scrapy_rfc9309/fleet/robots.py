@@ -20,7 +20,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from ..budget.resp import PipelinedRedis, address_from_url
+from . import fleet_client
 
 _GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
 # Publish the entry and release the lock, if this process still holds it.
@@ -59,11 +59,8 @@ class SharedRobots:
     """The fleet's robots.txt results in the Redis at *url*."""
 
     def __init__(self, url: str, prefix: str = "rfc9309:robots", timeout: float = 2.0):
-        address = address_from_url(url, timeout)
-        if address is None:
-            raise ValueError(f"unsupported Redis URL for the fleet: {url!r}")
         self.prefix = prefix
-        self._redis = PipelinedRedis(address)
+        self._redis = fleet_client(url, timeout)
 
     async def get(self, authority: str) -> SharedFetch | None:
         """The fleet's current result for *authority*, if any."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ..budget.resp import PipelinedRedis, RedisReplyError, address_from_url
+from ..budget.resp import RedisReplyError
+from . import fleet_client
 
 #: KEYS[1] = the host's key; ARGV[1] = the floor in microseconds.
 #: Returns the microseconds to wait before starting.
@@ -44,11 +45,8 @@ class FleetSpacing:
     request to that host may start, for the whole fleet sharing *url*'s Redis."""
 
     def __init__(self, url: str, prefix: str = "rfc9309:spacing", timeout: float = 2.0):
-        address = address_from_url(url, timeout)
-        if address is None:
-            raise ValueError(f"unsupported Redis URL for the fleet: {url!r}")
         self.prefix = prefix
-        self._redis = PipelinedRedis(address)
+        self._redis = fleet_client(url, timeout)
 
     async def reserve(self, host: str, floor: float) -> float:
         key = f"{self.prefix}:{host}"
