@@ -170,6 +170,26 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
     return copy
 
 
+def fleet_url(settings: BaseSettings) -> str | None:
+    """``FLEET_REDIS_URL``, checked: a Redis URL the fleet client takes, and the asyncio
+    reactor it runs on; ``None`` when unset (no fleet)."""
+    from scrapy.utils.asyncio import is_asyncio_available
+
+    from .budget.resp import address_from_url
+
+    url = settings.get("FLEET_REDIS_URL")
+    if not url:
+        return None
+    if not isinstance(url, str) or address_from_url(url) is None:
+        raise SettingError(
+            f"FLEET_REDIS_URL must be a redis://, rediss:// or unix:// URL without "
+            f"query options, not {url!r}"
+        )
+    if not is_asyncio_available():
+        raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
+    return str(url)
+
+
 #: Every setting of the package (and Scrapy's robots.txt settings it reads).
 KNOWN_SETTINGS = frozenset(
     {**ROBOTS_DEFAULTS, **BUDGET_DEFAULTS, **CRAWLDELAY_DEFAULTS, **FLEET_DEFAULTS}

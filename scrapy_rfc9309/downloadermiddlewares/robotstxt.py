@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
@@ -35,7 +34,7 @@ from .._robots import (
     crawler_token,
     has_robots_txt,
 )
-from .._settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, number, with_defaults
+from .._settings import ROBOTS_DEFAULTS, RobotsSettings, fleet_url, number, with_defaults
 from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
@@ -52,8 +51,6 @@ __all__ = ["RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
 
 
 class RobotsTxtMiddleware:
-    DOWNLOAD_PRIORITY = 1000
-
     def __init__(self, crawler: Crawler) -> None:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
@@ -61,14 +58,9 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
         self.fetcher: RobotsFetcher | SharedRobotsFetcher = RobotsFetcher(crawler, self.config)
-        fleet_url = crawler.settings.get("FLEET_REDIS_URL")
-        if fleet_url:
-            if not is_asyncio_available():
-                raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
-            try:
-                self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet_url)
-            except ValueError as exc:
-                raise SettingError(f"FLEET_REDIS_URL: {exc}") from None
+        fleet = fleet_url(crawler.settings)
+        if fleet:
+            self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet)
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()

@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
 from .._budget import load_policy
 from .._robots import ROBOTS_PARSED, authority_of, crawler_token
-from .._settings import CRAWLDELAY_DEFAULTS, SettingError, flag, number, with_defaults
+from .._settings import (
+    CRAWLDELAY_DEFAULTS,
+    SettingError,
+    flag,
+    fleet_url,
+    number,
+    with_defaults,
+)
 from ..robotparser import RobotParser
 from . import _slots
 from ._fleet import FleetGates
@@ -52,7 +58,7 @@ class CrawlDelayThrottle:
             ) from exc
         self.crawler = crawler
         self.stats = crawler.stats
-        self._fleet = self._fleet_gates(crawler, settings.get("FLEET_REDIS_URL"))
+        self._fleet = self._fleet_gates(crawler, fleet_url(settings))
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -80,12 +86,7 @@ class CrawlDelayThrottle:
     def _fleet_gates(crawler: Crawler, url: str | None) -> FleetGates | None:
         if not url:
             return None
-        if not is_asyncio_available():
-            raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
-        try:
-            gates = FleetGates(crawler, url)
-        except ValueError as exc:
-            raise SettingError(f"FLEET_REDIS_URL: {exc}") from None
+        gates = FleetGates(crawler, url)
         crawler.signals.connect(gates.close, signal=signals.spider_closed)
         return gates
 
