@@ -209,6 +209,11 @@ class RobotsFetcher:
         )
         if robots.truncated or "download_stopped" in response.flags:
             self.stats.inc_value("rfc9309/truncated")
+            logger.info(
+                "robots.txt at %s is longer than RFC9309_MAX_BYTES (%d): the rest is ignored",
+                response.url,
+                self.config.max_bytes,
+            )
         return robots
 
 

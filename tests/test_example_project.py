@@ -54,14 +54,19 @@ def test_scrapy_crawl_demo_prints_the_report():
     result = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "demo"],
         cwd=PROJECT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # as a terminal shows them: logs and report interleaved
         text=True,
         timeout=120,
     )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "scrapy_rfc9309 demo report" in result.stdout
-    assert "pages fetched:           8 (the bookshop served 8, the partner site 0)" in result.stdout
-    assert "'finish_reason': 'finished'" in result.stderr
+    assert result.returncode == 0, result.stdout[-2000:]
+    output = result.stdout
+    assert "'finish_reason': 'finished'" in output
+    assert "robots.txt report:" in output
+    # The report is the last thing printed, after Scrapy's own closing lines.
+    report = output[output.index("scrapy_rfc9309 demo report") :]
+    assert "Spider closed" not in report and "INFO" not in report
+    assert "pages fetched:           8 (the bookshop served 8, the partner site 0)" in report
 
 
 def test_the_project_lists_both_spiders():

@@ -34,6 +34,7 @@ from .._robots import (
     crawler_token,
     has_robots_txt,
 )
+from .._robots_report import RobotsReport
 from .._settings import ROBOTS_DEFAULTS, RobotsSettings, fleet_url, number, with_defaults
 from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
@@ -66,6 +67,8 @@ class RobotsTxtMiddleware:
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
         self._warned: set[str] = set()
+        self.report = RobotsReport()
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -89,6 +92,9 @@ class RobotsTxtMiddleware:
         verdict = entry.check(request.url, token)
         if not verdict.allowed:
             self.stats.inc_value("rfc9309/forbidden")
+            self.report.dropped(
+                authority, entry.describe(), verdict.rule, verdict.line, entry.delay(token)
+            )
             logger.debug(
                 "Forbidden by robots.txt (%s, line %s; %s): %s",
                 verdict.rule,
@@ -141,6 +147,13 @@ class RobotsTxtMiddleware:
         fetched = await self.fetcher.fetch(authority, previous)
         entry = fetched.entry
         self.stats.inc_value(f"rfc9309/{entry.outcome.value}")
+        logger.debug(
+            "robots.txt of %s: %s, %s bytes, from %s",
+            authority,
+            entry.describe(),
+            len(fetched.body) if fetched.body is not None else 0,
+            fetched.url,
+        )
         if entry.outcome is FetchOutcome.SUCCESS:
             self._warned.discard(authority)
             await self._send_parsed(entry, fetched.request)
@@ -157,7 +170,14 @@ class RobotsTxtMiddleware:
             request=request,
         )
 
+    def _spider_closed(self, spider: Any = None) -> None:
+        lines = self.report.lines()
+        if lines:
+            logger.info("robots.txt report:\n  %s", "\n  ".join(lines))
+            self.stats.set_value("rfc9309/report", self.report.summary())
+
     def _failed(self, authority: str, entry: RobotsEntry, exc: BaseException | None) -> None:
+        self.report.failed(authority, entry.describe())
         if entry.stale:
             self.stats.inc_value("rfc9309/stale")
         if authority not in self._warned:

@@ -341,3 +341,32 @@ async def test_a_cancelled_fetch_fails_its_waiters_and_the_next_request_fetches_
         return await asyncio.wait_for(middleware.entry("http://a.example", request), 5)
 
     assert await on_loop(scenario()) is entry
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_close_report_names_each_site_its_drops_rules_and_delay(site, caplog):
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.1\nDisallow: /private\n")
+    crawler = await crawl(pages(site, "/a", "/private/1", "/private/2"))
+    [report] = [r.getMessage() for r in caplog.records if "robots.txt report" in r.getMessage()]
+    assert (
+        f"{site.url}: robots.txt fetched (HTTP 200); 2 requests dropped: "
+        "'Disallow: /private' (line 3) x2; Crawl-delay 0.1 s"
+    ) in report
+    [entry] = crawler.stats.get_value("rfc9309/report")
+    assert entry["dropped"] == 2 and entry["rules"][0]["line"] == 3
+
+
+def test_the_close_report_names_the_top_sites_and_sums_the_rest():
+    from scrapy_rfc9309._robots_report import TOP_SITES, RobotsReport
+
+    report = RobotsReport()
+    for number in range(TOP_SITES + 5):
+        for _ in range(number + 1):
+            report.dropped(
+                f"http://s{number}", "robots.txt fetched (HTTP 200)", "Disallow: /", 2, None
+            )
+    lines = report.lines()
+    assert len(lines) == TOP_SITES + 1
+    assert lines[0].startswith(f"http://s{TOP_SITES + 4}: ")  # most dropped first
+    assert lines[-1] == "... and 5 more sites: 15 requests dropped"  # 1+2+3+4+5

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 
 from scrapy_rfc9309 import CrawlDelayThrottle
@@ -39,10 +40,19 @@ class DemoSpider(scrapy.Spider):
         elif message.startswith("Daily budget"):
             self.over_budget[message] += 1
 
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        # After Scrapy's own closing lines: the report is the last thing printed.
+        crawler.signals.connect(spider.print_report, signal=signals.engine_stopped)
+        return spider
+
     def closed(self, reason: str) -> None:
         self.report = self.make_report()
-        print(format_report(self.report))
         self.site.close()
+
+    def print_report(self) -> None:
+        print(format_report(self.report), flush=True)
 
     def make_report(self) -> dict[str, Any]:
         throttle = next(

@@ -1,0 +1,79 @@
+"""The robots middleware's close report: per site, what its robots.txt fetch gave,
+how many requests it dropped, by which rules, and the delay it asked for.
+
+Only sites that dropped a request or could not be fetched are kept, and the report
+names the top :data:`TOP_SITES` of them (the rest summed), so that a broad crawl's
+report stays a few lines long.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How many sites the report names; the others are summed in one line.
+TOP_SITES = 10
+#: How many deciding rules it names per site.
+TOP_RULES = 3
+
+
+@dataclass
+class _Site:
+    outcome: str
+    delay: float | None = None
+    dropped: Counter[tuple[str, int | None]] = field(default_factory=Counter)
+
+
+class RobotsReport:
+    def __init__(self) -> None:
+        self._sites: dict[str, _Site] = {}
+
+    def dropped(
+        self, authority: str, outcome: str, rule: str | None, line: int | None, delay: float | None
+    ) -> None:
+        site = self._sites.setdefault(authority, _Site(outcome))
+        site.outcome, site.delay = outcome, delay
+        site.dropped[(rule or "no rule", line)] += 1
+
+    def failed(self, authority: str, outcome: str) -> None:
+        self._sites.setdefault(authority, _Site(outcome)).outcome = outcome
+
+    def _ranked(self) -> list[tuple[str, _Site]]:
+        return sorted(self._sites.items(), key=lambda item: -sum(item[1].dropped.values()))
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The top sites, most dropped requests first, as plain data (for the stats)."""
+        return [
+            {
+                "site": authority,
+                "robots_txt": site.outcome,
+                "dropped": sum(site.dropped.values()),
+                "rules": [
+                    {"rule": rule, "line": line, "dropped": count}
+                    for (rule, line), count in site.dropped.most_common(TOP_RULES)
+                ],
+                "crawl_delay": site.delay,
+            }
+            for authority, site in self._ranked()[:TOP_SITES]
+        ]
+
+    def lines(self) -> list[str]:
+        """The report as log lines (empty when robots.txt dropped nothing and every
+        fetch succeeded)."""
+        lines = []
+        for site in self.summary():
+            rules = ", ".join(
+                f"'{r['rule']}'"
+                + (f" (line {r['line']})" if r["line"] else "")
+                + f" x{r['dropped']}"
+                for r in site["rules"]
+            )
+            delay = f"; Crawl-delay {site['crawl_delay']:g} s" if site["crawl_delay"] else ""
+            dropped = f"{site['dropped']} requests dropped" + (f": {rules}" if rules else "")
+            lines.append(f"{site['site']}: {site['robots_txt']}; {dropped}{delay}")
+        rest = self._ranked()[TOP_SITES:]
+        if rest:
+            count = sum(sum(site.dropped.values()) for _, site in rest)
+            lines.append(f"... and {len(rest)} more sites: {count} requests dropped")
+        return lines
