@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from .._budget import budget_settings, build_storage, load_policy, unix_time
+from .._settings import SettingError
 from ..budget.policy import PolicyError, day_of, zone
 from ..budget.storage import StorageError
 
@@ -50,16 +52,35 @@ class Command(ScrapyCommand):
                 usage = storage.usage(day)
             finally:
                 storage.close()
-        except (PolicyError, StorageError) as exc:
+        except (PolicyError, StorageError, SettingError) as exc:
             print(f"error: {exc}")
             self.exitcode = 2
             return
-        print(f"Daily budgets on {day}")
+        print(f"Daily budgets on {day}, from {_store_name(settings)}")
         if not usage:
             print("  (nothing recorded)")
         for key, (requests, pages) in usage.items():
             limits = policy.limits_for(key)
-            max_requests = limits.max_requests_per_day or "unlimited"
-            max_pages = limits.max_pages_per_day or "unlimited"
-            used_requests = f"requests {requests:>6} / {max_requests:<9}"
-            print(f"  {key:<40} {used_requests} pages {pages:>6} / {max_pages}")
+            print(
+                f"  {key:<40} requests {_use(requests, limits.max_requests_per_day)}"
+                f"  pages {_use(pages, limits.max_pages_per_day)}"
+            )
+
+
+def _use(used: int, limit: int) -> str:
+    """``12 / 200 (188 left)``, or ``12 / unlimited``."""
+    if not limit:
+        return f"{used:>6} / unlimited"
+    return f"{used:>6} / {limit:<6} ({max(limit - used, 0)} left)"
+
+
+def _store_name(settings: Any) -> str:
+    """Which store the counts come from, for the user to check it is the crawl's."""
+    storage = str(settings.get("DOMAINBUDGET_STORAGE"))
+    if storage.endswith("SQLiteStorage"):
+        return f"SQLite {settings.get('DOMAINBUDGET_SQLITE_PATH')}"
+    if storage.endswith("RedisStorage"):
+        url = urlsplit(str(settings.get("DOMAINBUDGET_REDIS_URL")))
+        # Never the password: the scheme, the host and port (or socket path), the db.
+        return f"Redis {url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
+    return storage

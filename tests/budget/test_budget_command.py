@@ -31,8 +31,23 @@ def test_budget_shows_usage_and_resets_a_domain(tmp_path):
 
     shown = scrapy("budget", *common, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
+    assert f"Daily budgets on {DAY}, from SQLite {db}" in shown.stdout  # which store
     line = next(line for line in shown.stdout.splitlines() if "wikipedia.org" in line)
-    assert line.split() == ["wikipedia.org", "requests", "3", "/", "200", "pages", "2", "/", "100"]
+    assert line.split() == [
+        "wikipedia.org",
+        "requests",
+        "3",
+        "/",
+        "200",
+        "(197",
+        "left)",
+        "pages",
+        "2",
+        "/",
+        "100",
+        "(98",
+        "left)",
+    ]
 
     reset = scrapy("budget", *common, "--reset", "en.wikipedia.org", cwd=tmp_path)
     assert "Reset the budget of wikipedia.org" in reset.stdout
