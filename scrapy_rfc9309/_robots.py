@@ -143,9 +143,10 @@ class RobotsFetcher:
             time_left = plan.time_left(monotonic())
             request = self._robots_request(plan.url, time_left)
             first = first or request
-            if time_left <= 0:
-                self.stats.inc_value("rfc9309/exception_count/DeadlineExceeded")
-                return Fetched(plan.unreachable(monotonic()), plan.url, first)
+            if time_left <= 0:  # the redirects so far took all of RFC9309_TIMEOUT
+                self.stats.inc_value("rfc9309/exception_count/TimeoutError")
+                error = TimeoutError(f"no robots.txt within RFC9309_TIMEOUT ({config.timeout:g} s)")
+                return Fetched(plan.unreachable(monotonic()), plan.url, first, error)
             self.stats.inc_value("rfc9309/request_count")
             try:
                 response = await self.crawler.engine.download_async(request)

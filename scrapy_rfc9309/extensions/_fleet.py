@@ -51,6 +51,7 @@ class FleetGates:
         return gate
 
     def forget(self, key: str) -> None:
+        """Drop the gate of a slot key no longer in use (a broad crawl meets many)."""
         self._gates.pop(key, None)
 
     async def reserve(self, key: str, floor: float) -> float:

@@ -152,6 +152,8 @@ class CrawlDelayThrottle:
         for key, started in list(self._last_starts.items()):
             if started + self.floor(key) <= now:
                 del self._last_starts[key]
+                if self._fleet is not None:
+                    self._fleet.forget(key)
 
     # -- floors ----------------------------------------------------------
 
