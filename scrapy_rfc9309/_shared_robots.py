@@ -46,15 +46,18 @@ class SharedRobotsFetcher:
         try:
             return await self._fetch_shared(authority, previous)
         except SharedRobotsError as exc:
-            self.stats.inc_value("fleet/robots_error")
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "Fleet Redis unreachable (%s): fetching robots.txt files in this "
-                    "process until it answers again",
-                    exc,
-                )
+            self._failed(exc)
             return await self.fetcher.fetch(authority, previous)
+
+    def _failed(self, exc: SharedRobotsError) -> None:
+        self.stats.inc_value("fleet/robots_error")
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "Fleet Redis unreachable (%s): fetching robots.txt files in this "
+                "process until it answers again",
+                exc,
+            )
 
     async def _fetch_shared(self, authority: str, previous: RobotsEntry | None) -> Fetched:
         lock_life = self.config.timeout + LOCK_MARGIN
@@ -68,8 +71,12 @@ class SharedRobotsFetcher:
             token = await self.shared.lock(authority, lock_life)
             if token is not None:
                 fetched = await self.fetcher.fetch(authority, previous)
-                await self.shared.publish(authority, _to_shared(fetched), token)
-                self.stats.inc_value("fleet/robots_fetched")
+                try:
+                    await self.shared.publish(authority, _to_shared(fetched), token)
+                except SharedRobotsError as exc:  # fetched all the same: no second fetch
+                    self._failed(exc)
+                else:
+                    self.stats.inc_value("fleet/robots_fetched")
                 return fetched
             if monotonic() > deadline:  # the holder is gone or stuck: fetch here
                 return await self.fetcher.fetch(authority, previous)
