@@ -48,7 +48,12 @@ class Site:
                     route = Route(body=b"<html><body>page</body></html>")
                 if route.delay:
                     time.sleep(route.delay)
-                chunks = [route.body] if isinstance(route.body, bytes) else route.body()
+                try:
+                    self._respond(route)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    site.aborted = True
+
+            def _respond(self, route: Route) -> None:
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)
@@ -59,12 +64,9 @@ class Site:
                     return
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                try:
-                    for chunk in chunks:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.write(b"0\r\n\r\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    site.aborted = True
+                for chunk in route.body():
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
