@@ -33,6 +33,12 @@ MARGIN_SHARE = 0.05
 MARGIN_MAX = 0.05
 
 
+def margin(floor: float) -> float:
+    """How much further apart than *floor* starts are reserved, and so how late a
+    reserved start may still be used without coming closer than *floor* to the next."""
+    return min(floor * MARGIN_SHARE, MARGIN_MAX)
+
+
 class FleetGates:
     """One gate per floored slot key, sharing one Redis connection."""
 
@@ -61,7 +67,7 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         try:
-            wait = await self.spacing.reserve(key, floor + min(floor * MARGIN_SHARE, MARGIN_MAX))
+            wait = await self.spacing.reserve(key, floor + margin(floor))
         except SpacingError as exc:
             self._down_until = loop.time() + RETRY_AFTER
             self.stats.inc_value("fleet/spacing_error")
@@ -93,10 +99,14 @@ class _Gate:
         self._pending: asyncio.Future[None] | None = None
 
     def admits(self, slot: Slot) -> bool:
-        ticket = self._ticket
-        if ticket is not None and _slots.last_start(slot) < ticket:
-            return _slots.slot_clock() >= ticket  # reserved and not used yet
-        if self._pending is None:  # none, or used: reserve the next start
+        ticket, now = self._ticket, _slots.slot_clock()
+        if ticket is not None and _slots.last_start(slot) < ticket:  # not used yet
+            if now < ticket:
+                return False  # wake() comes at its time
+            if now <= ticket + margin(_slots.floor_of(slot)):
+                return True
+            # Too late: another process may start at ticket + floor + margin; reserve anew.
+        if self._pending is None:  # none, used or stale: reserve the next start
             self._pending = asyncio.ensure_future(self._reserve(_slots.floor_of(slot)))
         return False
 

@@ -87,3 +87,44 @@ async def test_a_lock_left_by_a_dead_process_expires_and_publishing_releases_it(
     )
     assert 55 < found.ttl <= 60
     assert relock is not None  # publishing released the lock
+
+
+class ReservingGates:
+    """Stands in for FleetGates: every reservation says "start now" and is counted."""
+
+    crawler = None
+
+    def __init__(self):
+        self.reservations = 0
+
+    async def reserve(self, key, floor):
+        self.reservations += 1
+        return 0.0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_gate_admits_a_fresh_reserved_start_and_reserves_again_for_a_stale_one(
+    monkeypatch,
+):
+    from scrapy.core.downloader import Slot
+
+    from scrapy_rfc9309.extensions import _fleet, _slots
+
+    monkeypatch.setattr(_slots, "wake", lambda crawler, key: None)
+    clock = [1000.0]
+    monkeypatch.setattr(_slots, "slot_clock", lambda: clock[0])
+    gates = ReservingGates()
+    gate = _fleet._Gate(gates, "a.example")
+    slot = Slot(1, 0, 0)
+    _slots.set_floor(slot, 1.0)
+
+    async def scenario():
+        assert not gate.admits(slot)  # no start reserved yet: one is asked for
+        await asyncio.sleep(0.01)
+        assert gate.admits(slot)  # reserved for now, not used
+        clock[0] += 5  # the request did not leave; later, another process may have
+        assert not gate.admits(slot)  # a start 5 s old is not used: reserve anew
+        await asyncio.sleep(0.01)
+        return gates.reservations, gate.admits(slot)
+
+    assert await on_loop(scenario()) == (2, True)
