@@ -5,13 +5,12 @@ first reads the fleet's copy in Redis; without one, the process that takes the l
 fetches and publishes, and the others wait for its copy (for at most the fetch's
 timeout and a margin: the lock expires then, so a process killed mid-fetch blocks
 nobody for longer).  If Redis fails, the process fetches by itself, as a lone
-process would, and logs one WARNING until Redis answers again.
+process would (see :mod:`._fleet_health`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import replace
 from time import monotonic
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
+from ._fleet_health import fleet_health
 from ._robots import Fetched, RobotsFetcher
 from .fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from .robots import FetchOutcome, RobotsEntry, RobotsTxt
@@ -26,7 +26,6 @@ from .robots import FetchOutcome, RobotsEntry, RobotsTxt
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-logger = logging.getLogger(__name__)
 
 #: How often a process waiting for another one's fetch looks for its copy.
 POLL_INTERVAL = 0.1
@@ -40,31 +39,22 @@ class SharedRobotsFetcher:
         self.config = fetcher.config
         self.stats = crawler.stats
         self.shared = SharedRobots(url)
-        self._warned = False
+        self.health = fleet_health(crawler)
 
     async def fetch(self, authority: str, previous: RobotsEntry | None = None) -> Fetched:
-        try:
-            return await self._fetch_shared(authority, previous)
-        except SharedRobotsError as exc:
-            self._failed(exc)
-            return await self.fetcher.fetch(authority, previous)
-
-    def _failed(self, exc: SharedRobotsError) -> None:
-        self.stats.inc_value("fleet/robots_error")
-        if not self._warned:
-            self._warned = True
-            logger.warning(
-                "Fleet Redis unreachable (%s): fetching robots.txt files in this "
-                "process until it answers again",
-                exc,
-            )
+        if self.health.usable():
+            try:
+                return await self._fetch_shared(authority, previous)
+            except SharedRobotsError as exc:
+                self.health.failed(exc, "fleet/robots_error")
+        return await self.fetcher.fetch(authority, previous)
 
     async def _fetch_shared(self, authority: str, previous: RobotsEntry | None) -> Fetched:
         lock_life = self.config.timeout + LOCK_MARGIN
         deadline = monotonic() + lock_life
         while True:
             shared = await self.shared.get(authority)
-            self._recovered()
+            self.health.answered()
             if shared is not None:
                 self.stats.inc_value("fleet/robots_shared")
                 return self._from_shared(authority, shared, previous)
@@ -74,7 +64,7 @@ class SharedRobotsFetcher:
                 try:
                     await self.shared.publish(authority, _to_shared(fetched), token)
                 except SharedRobotsError as exc:  # fetched all the same: no second fetch
-                    self._failed(exc)
+                    self.health.failed(exc, "fleet/robots_error")
                 else:
                     self.stats.inc_value("fleet/robots_fetched")
                 return fetched
@@ -101,11 +91,6 @@ class SharedRobotsFetcher:
         url = f"{authority}/robots.txt"
         request = Request(url, callback=NO_CALLBACK, dont_filter=True)
         return Fetched(entry, url, request, body=shared.body)
-
-    def _recovered(self) -> None:
-        if self._warned:
-            self._warned = False
-            logger.warning("Fleet Redis answers again: robots.txt files are shared again")
 
     def close(self) -> None:
         self.shared.close()

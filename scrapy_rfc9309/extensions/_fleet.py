@@ -5,8 +5,7 @@ When the slot could release its next request (its own floor has passed), its gat
 reserves the fleet's next start for that host (one Redis call) and admits the request
 at that time; meanwhile the request waits in the slot's queue, where it holds no
 download of its own.  If Redis fails, the gate admits at once: the process keeps its
-local floor (no less polite than a lone process), logs one WARNING, and tries Redis
-again for the next request after a short pause.
+local floor, no less polite than a lone process (see :mod:`.._fleet_health`).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from .._fleet_health import fleet_health
 from ..fleet.spacing import FleetSpacing, SpacingError
 from . import _slots
 
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: After a Redis failure, requests use the local floor alone for this long.
-RETRY_AFTER = 5.0
 #: Starts are reserved this much further apart than the floor (a share of it, at most
 #: MARGIN_MAX seconds): a request leaves a few milliseconds after its reserved start,
 #: and the site must never see two requests closer than the floor.
@@ -46,9 +44,8 @@ class FleetGates:
         self.crawler = crawler
         self.stats = crawler.stats
         self.spacing = FleetSpacing(url)
+        self.health = fleet_health(crawler)
         self._gates: dict[str, _Gate] = {}
-        self._down_until = 0.0
-        self._warned = False
 
     def gate(self, key: str) -> _Gate:
         gate = self._gates.get(key)
@@ -62,26 +59,15 @@ class FleetGates:
 
     async def reserve(self, key: str, floor: float) -> float:
         """Seconds to wait before slot *key*'s next request may start (0 without Redis)."""
-        loop = asyncio.get_running_loop()
-        if loop.time() < self._down_until:
+        if not self.health.usable():
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         try:
             wait = await self.spacing.reserve(key, floor + margin(floor))
         except SpacingError as exc:
-            self._down_until = loop.time() + RETRY_AFTER
-            self.stats.inc_value("fleet/spacing_error")
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "Fleet Redis unreachable (%s): spacing requests by this process's "
-                    "own floor until it answers again",
-                    exc,
-                )
+            self.health.failed(exc, "fleet/spacing_error")
             return 0.0
-        if self._warned:
-            self._warned = False
-            logger.warning("Fleet Redis answers again: spacing is fleet-wide again")
+        self.health.answered()
         self.stats.inc_value("fleet/spacing_reserved")
         return wait
 

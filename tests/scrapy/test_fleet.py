@@ -67,13 +67,16 @@ def start_fleet(settings, urls, processes=3):
     ]
 
 
-def wait_all(fleet, timeout=120):
+def wait_all(fleet, timeout=120, logs=None):
+    """Each process's stats; with a *logs* list, their logs are appended to it."""
     deadline = time.monotonic() + timeout
     outputs = []
     for process in fleet:
         stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
         assert process.returncode == 0, stderr[-3000:]
         outputs.append(json.loads(stdout.strip().splitlines()[-1]))
+        if logs is not None:
+            logs.append(stderr)
     return outputs
 
 
@@ -135,7 +138,7 @@ def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polit
 
     server = RedisServer()
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
-    urls = [f"{site.url}/p/{i}" for i in range(12)]
+    urls = [f"{site.url}/p/{i}" for i in range(20)]
     settings = fleet_settings(server.url, DOMAINBUDGET_ENABLED=False)
     settings["REDIS_URL"] = None  # the queue lives in each process: only the fleet Redis fails
     settings.pop("SCHEDULER"), settings.pop("DUPEFILTER_CLASS")
@@ -147,10 +150,14 @@ def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polit
         time.sleep(2)
         server.restart()
         up_from = len(site.hits)
-        stats = wait_all(fleet)
+        logs = []
+        stats = wait_all(fleet, logs=logs)
     finally:
         server.stop()
     assert len(site.hits) > up_from > down_from  # pages went out while down and after
+    for log in logs:  # one WARNING each way per process, whatever used Redis
+        assert log.count("Fleet Redis unreachable") == 1, log[-3000:]
+        assert log.count("Fleet Redis answers again") == 1, log[-3000:]
     for process_stats in stats:
         assert (
             process_stats.get("fleet/spacing_error", 0) >= 1
@@ -160,7 +167,7 @@ def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polit
     for hit in site.hits:
         if hit.path.startswith("/p/"):
             by_process.setdefault(hit.user_agent, []).append(hit.time)
-    assert [len(times) for times in by_process.values()] == [12, 12]
+    assert [len(times) for times in by_process.values()] == [20, 20]
     for times in by_process.values():  # each process alone: never faster than asked
         gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
         assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps

@@ -1,0 +1,57 @@
+"""The fleet's Redis as one crawler sees it, shared by the components that use it
+(the robots middleware and the Crawl-delay throttle): one WARNING when it fails, one
+when it answers again, and a pause before it is called again after a failure, so
+that a Redis that is down costs each request nothing."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from time import monotonic
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: After a failure, the fleet's Redis is left alone for this long (seconds).
+RETRY_AFTER = 5.0
+
+
+class FleetHealth:
+    def __init__(self, crawler: Crawler) -> None:
+        self.stats = crawler.stats
+        self._down_until = 0.0
+        self._down = False
+
+    def usable(self) -> bool:
+        """False for :data:`RETRY_AFTER` seconds after a failure."""
+        return monotonic() >= self._down_until
+
+    def failed(self, exc: Exception, stat: str) -> None:
+        self._down_until = monotonic() + RETRY_AFTER
+        self.stats.inc_value(stat)
+        if not self._down:
+            self._down = True
+            logger.warning(
+                "Fleet Redis unreachable (%s): this process spaces its requests and "
+                "fetches robots.txt by itself until it answers again",
+                exc,
+            )
+
+    def answered(self) -> None:
+        if self._down:
+            self._down = False
+            logger.warning("Fleet Redis answers again: spacing and robots.txt are shared again")
+
+
+_HEALTH: weakref.WeakKeyDictionary[Crawler, FleetHealth] = weakref.WeakKeyDictionary()
+
+
+def fleet_health(crawler: Crawler) -> FleetHealth:
+    """The one :class:`FleetHealth` of *crawler*."""
+    health = _HEALTH.get(crawler)
+    if health is None:
+        health = _HEALTH[crawler] = FleetHealth(crawler)
+    return health
