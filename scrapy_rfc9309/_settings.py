@@ -9,6 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy.utils.asyncio import is_asyncio_available
+
+from .budget.resp import address_from_url
 from .robots import DEFAULT_MAX_BYTES, AccessPolicy
 from .robots._access import MAX_CACHE_TTL
 from .robots._parser import path_of
@@ -173,10 +176,6 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
 def fleet_url(settings: BaseSettings) -> str | None:
     """``FLEET_REDIS_URL``, checked: a Redis URL the fleet client takes, and the asyncio
     reactor it runs on; ``None`` when unset (no fleet)."""
-    from scrapy.utils.asyncio import is_asyncio_available
-
-    from .budget.resp import address_from_url
-
     url = settings.get("FLEET_REDIS_URL")
     if not url:
         return None

@@ -133,3 +133,24 @@ async def test_a_storage_that_does_not_load_is_named(site):
             DOWNLOADER_MIDDLEWARES={"scrapy_rfc9309.DomainBudgetMiddleware": 950},
         )
     assert site.paths() == []
+
+
+@pytest.mark.parametrize(
+    "decompression, message",
+    [
+        (None, "RobotsTxtDecompressionMiddleware must be enabled"),
+        (580, "needs a higher order than HttpCompressionMiddleware"),  # before 590
+    ],
+)
+@pytest_twisted.ensureDeferred
+async def test_robots_bodies_are_never_decoded_whole_or_the_crawl_does_not_start(
+    site, decompression, message
+):
+    middlewares = {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": decompression,
+    }
+    with pytest.raises(SettingError, match=f"DOWNLOADER_MIDDLEWARES: .*{message}"):
+        await crawl([site.url + "/a"], DOWNLOADER_MIDDLEWARES=middlewares)
+    assert site.paths() == []
