@@ -10,16 +10,24 @@ import pytest
 import scrapy_rfc9309
 
 PACKAGE = Path(scrapy_rfc9309.__file__).parent
-#: Every module of the pure core: the robots.txt model and the budget core.
+#: Every module of the pure core, subpackages included: the robots.txt model, the
+#: budget core and its storages, and the fleet's Redis protocols.
 CORE_MODULES = [
-    f"scrapy_rfc9309.{package}.{module.name}"
-    for package in ("robots", "budget")
-    for module in pkgutil.iter_modules([str(PACKAGE / package)])
+    module.name
+    for package in ("robots", "budget", "fleet")
+    for module in pkgutil.walk_packages(
+        [str(PACKAGE / package)], prefix=f"scrapy_rfc9309.{package}."
+    )
 ]
 
 
 def test_the_core_modules_are_found():
-    assert {"scrapy_rfc9309.robots._parser", "scrapy_rfc9309.budget.policy"} <= set(CORE_MODULES)
+    assert {
+        "scrapy_rfc9309.robots._parser",
+        "scrapy_rfc9309.budget.policy",
+        "scrapy_rfc9309.budget.storage._sqlite",
+        "scrapy_rfc9309.fleet.spacing",
+    } <= set(CORE_MODULES)
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)
