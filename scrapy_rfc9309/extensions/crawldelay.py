@@ -33,6 +33,7 @@ from .._settings import (
 from ..robotparser import RobotParser
 from . import _slots
 from ._fleet import FleetGates
+from ._laststarts import LastStarts
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -70,10 +71,7 @@ class CrawlDelayThrottle:
         self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
         self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
         self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
-        # Floored slot key -> its last request start, kept while a slot made again
-        # for the key would still have to wait (see _forget_old_starts).
-        self._last_starts: dict[str, float] = {}
-        self._starts_recorded = 0
+        self._last_starts = LastStarts(self.floor, _slots.slot_clock)
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
@@ -138,22 +136,10 @@ class CrawlDelayThrottle:
         slot = _slots.slot(self.crawler, key)
         if slot is None or not _slots.floor_of(slot):
             return
-        self._last_starts[key] = _slots.last_start(slot)
-        self._starts_recorded += 1
-        if self._starts_recorded % self.FORGET_EVERY == 0:
-            self._forget_old_starts()
-
-    FORGET_EVERY = 1000
-
-    def _forget_old_starts(self) -> None:
-        """Drop the last starts that a slot made again would no longer wait for, so
-        that a broad crawl keeps one entry per recently used host, not per host seen."""
-        now = _slots.slot_clock()
-        for key, started in list(self._last_starts.items()):
-            if started + self.floor(key) <= now:
-                del self._last_starts[key]
-                if self._fleet is not None:
-                    self._fleet.forget(key)
+        forgotten = self._last_starts.record(key, _slots.last_start(slot))
+        if self._fleet is not None:
+            for old_key in forgotten:
+                self._fleet.forget(old_key)
 
     # -- floors ----------------------------------------------------------
 
@@ -177,9 +163,10 @@ class CrawlDelayThrottle:
         floor = self.floor(key)
         if slot is None or _slots.floor_of(slot) == floor:
             return
-        if _slots.floor_of(slot) == 0 and key in self._last_starts:
+        last_start = self._last_starts.get(key)
+        if _slots.floor_of(slot) == 0 and last_start is not None:
             # Scrapy collected the idle slot and made a new one: keep the spacing.
-            _slots.continue_after(slot, self._last_starts[key])
+            _slots.continue_after(slot, last_start)
         _slots.set_floor(slot, floor, self._fleet.gate(key) if self._fleet else None)
         if floor > self._slot_delays.get(key, self._default_delay):
             self.stats.inc_value("crawldelay/applied")

@@ -175,8 +175,9 @@ async def test_scripts_flushed_from_the_server_are_sent_again(redis_server):
 
 
 @pytest_twisted.ensureDeferred
-async def test_closing_while_connecting_leaves_no_connection(redis_server):
-    client = client_for(redis_server)
+async def test_closing_while_connecting_leaves_no_connection():
+    server = RedisServer()  # its own server: the only clients are this test's
+    client = client_for(server)
 
     async def scenario():
         call = asyncio.ensure_future(client.call("PING"))
@@ -184,7 +185,15 @@ async def test_closing_while_connecting_leaves_no_connection(redis_server):
         client.close()
         with pytest.raises(asyncio.CancelledError):
             await call
-        await asyncio.sleep(0.05)
-        return client._protocol
+        await asyncio.sleep(0.2)  # time for a connection made anyway to reach the server
 
-    assert await on_loop(scenario()) is None
+    try:
+        await on_loop(scenario())
+        import redis
+
+        checker = redis.Redis.from_url(server.url)
+        clients = checker.client_list()
+        checker.close()
+    finally:
+        server.stop()
+    assert [entry["cmd"] for entry in clients] == ["client|list"]  # the checker alone
