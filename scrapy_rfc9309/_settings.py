@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import is_asyncio_available
 
+from .budget.policy import PolicyError
 from .budget.resp import address_from_url
 from .robots import DEFAULT_MAX_BYTES, AccessPolicy
 from .robots._access import MAX_CACHE_TTL
@@ -23,6 +25,41 @@ if TYPE_CHECKING:
 
 class SettingError(ValueError):
     """A setting has a value the plugin cannot use; the message names the setting."""
+
+
+#: Errors in what the user configured: each message names the setting, or the file,
+#: line and field, and a traceback would only bury it.
+CONFIGURATION_ERRORS = (SettingError, PolicyError)
+
+
+class _ConfigurationErrorsInOneLine(logging.Filter):
+    """Scrapy reports an exception that stops a crawl at start-up as a traceback of 40
+    to 70 lines, under asyncio's "Task exception was never retrieved" or Twisted's
+    "Unhandled error in Deferred".  For a configuration error that is a message for
+    the user, not a bug: log its message alone, which is then the last line printed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, CONFIGURATION_ERRORS):
+            record.name = "scrapy_rfc9309"
+            record.msg, record.args = "The crawl cannot start: %s", (error,)
+            record.exc_info = record.exc_text = None
+            return True
+        # Twisted also logs the same failure as text, traceback included: once is enough.
+        text = record.getMessage() if record.name == "twisted" else ""
+        return not any(
+            f"{cls.__module__}.{cls.__qualname__}: " in text for cls in CONFIGURATION_ERRORS
+        )
+
+
+def _install_filter() -> None:
+    for name in ("asyncio", "twisted"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ConfigurationErrorsInOneLine) for f in logger.filters):
+            logger.addFilter(_ConfigurationErrorsInOneLine())
+
+
+_install_filter()
 
 
 def number(

@@ -92,7 +92,11 @@ class BudgetPolicy:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f", line {mark.line + 1}" if mark is not None else ""
-            raise PolicyError(f"{source}{where}: invalid YAML: {exc}") from None
+            # PyYAML's own text spans lines and quotes "<unicode string>": say the problem.
+            problem = getattr(exc, "problem", None) or str(exc)
+            context = getattr(exc, "context", None)
+            what = f"{context}: {problem}" if context else problem
+            raise PolicyError(f"{source}{where}: invalid YAML: {what}") from None
         lines: dict[tuple[Any, ...], int] = {}
         data = _to_python(node, (), lines, source) if node is not None else {}
         return cls.from_dict(data, source=source, lines=lines)

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def new_project(tmp_path, settings):
     """A project as `scrapy startproject` makes it, with *settings* appended."""
@@ -22,7 +24,7 @@ def new_project(tmp_path, settings):
     return project
 
 
-def crawl_output(project):
+def crawl_output(project, status=0):
     result = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "empty"],
         cwd=project,
@@ -30,7 +32,7 @@ def crawl_output(project):
         text=True,
         timeout=60,
     )
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == status, result.stderr[-2000:]
     return result.stderr
 
 
@@ -57,3 +59,58 @@ def test_a_correct_project_gets_no_warning(tmp_path):
         tmp_path, '\nADDONS = {"scrapy_rfc9309.Addon": 500}\nROBOTSTXT_OBEY = True\n'
     )
     assert "scrapy_rfc9309:" not in crawl_output(project)
+
+
+ADDON = '\nADDONS = {"scrapy_rfc9309.Addon": 500}\n'
+BUDGET = ADDON + "DOMAINBUDGET_ENABLED = True\n"
+
+
+@pytest.mark.parametrize(
+    ("settings", "policy", "message"),
+    [
+        (
+            ADDON + "RFC9309_TIMEOUT = float('nan')\n",
+            None,
+            "RFC9309_TIMEOUT must be a finite number",
+        ),
+        (
+            BUDGET + "DOMAINBUDGET_POLICY_FILE = 'policy.yaml'\n",
+            "default_policy:\n  max_pages_per_day: [1\n",
+            "policy.yaml, line 3: invalid YAML: while parsing a flow sequence: expected",
+        ),
+        (
+            BUDGET + "DOMAINBUDGET_POLICY = {}\nDOMAINBUDGET_STORAGE = 'no.such.Storage'\n",
+            None,
+            "DOMAINBUDGET_STORAGE",
+        ),
+    ],
+    ids=["nan", "policy-yaml", "storage"],
+)
+def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
+    tmp_path, settings, policy, message
+):
+    project = new_project(tmp_path, settings)
+    if policy is not None:
+        (project / "policy.yaml").write_text(policy)
+    output = crawl_output(project, status=1)
+    last = output.strip().splitlines()[-1]
+    assert "The crawl cannot start: " in last and message in last, output[-3000:]
+    assert "Traceback" not in output
+    assert "Task exception was never retrieved" not in output
+    assert output.count(message) == 1
+
+
+def test_the_wrong_reactor_is_said_last_and_once_as_a_log_line(tmp_path):
+    """Scrapy runs a non-asyncio reactor through Twisted, whose own stderr printer
+    still shows the traceback once; the log says it once, last."""
+    project = new_project(
+        tmp_path,
+        BUDGET
+        + "DOMAINBUDGET_POLICY = {}\n"
+        + "TWISTED_REACTOR = 'twisted.internet.epollreactor.EPollReactor'\n",
+    )
+    output = crawl_output(project, status=1)
+    last = output.strip().splitlines()[-1]
+    assert "The crawl cannot start: DomainBudgetMiddleware needs the asyncio reactor" in last
+    assert output.count("[scrapy_rfc9309] CRITICAL") == 1
+    assert output.count("[twisted] CRITICAL") <= 1
