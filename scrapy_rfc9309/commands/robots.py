@@ -25,6 +25,7 @@ from scrapy.exceptions import UsageError
 from .._robots import Fetched, RobotsFetcher
 from .._settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, with_defaults
 from ..robots import RobotsTxt, product_token
+from ..robots._lexer import decode, split_lines
 
 ALLOWED, DISALLOWED, ERROR = 0, 1, 2
 
@@ -115,12 +116,12 @@ class Command(ScrapyCommand):
                     f"{fetched.url} unreachable ({error}); a crawl would have "
                     f"{'allowed' if entry.check(url, token).allowed else 'disallowed'} {url}"
                 )
-            source = f"{fetched.url} ({entry.describe()})"
+            source, body = f"{fetched.url} ({entry.describe()})", fetched.body or b""
         verdict = entry.check(url, token)
         print(f"URL:          {url}")
         print(f"robots.txt:   {source}")
         print(f"crawler:      {token}")
-        _print_file(entry.robots, token, opts.show_rules)
+        _print_file(entry.robots, body, token, opts.show_rules)
         if verdict.allowed:
             why = (
                 f"by '{verdict.rule}' (line {verdict.line})"
@@ -145,12 +146,12 @@ class Command(ScrapyCommand):
         return results[0]
 
 
-def _print_file(robots: RobotsTxt | None, token: str, show_rules: bool) -> None:
+def _print_file(robots: RobotsTxt | None, body: bytes, token: str, show_rules: bool) -> None:
     if robots is None:
         return
-    selection = robots.select(token)
+    lines = split_lines(decode(body))
     groups = ", ".join(
-        f"User-agent: {' / '.join(group.agents)} (line {group.line})" for group in selection.groups
+        _group_header(lines, group.line, len(group.agents)) for group in robots.select(token).groups
     )
     print(f"group:        {groups or 'none applies: everything allowed'}")
     crawl_delay, rate = robots.crawl_delay(token), robots.request_rate(token)
@@ -163,6 +164,13 @@ def _print_file(robots: RobotsTxt | None, token: str, show_rules: bool) -> None:
         print("rules:")
         for rule in robots.rules(token):
             print(f"  line {rule.line:>4}  {rule}")
+
+
+def _group_header(lines: list[str], line: int, agents: int) -> str:
+    """A group's first user-agent line as the file writes it, and how many more."""
+    first = lines[line - 1].strip() if line <= len(lines) else "User-agent"
+    more = f" + {agents - 1} more user-agent(s)" if agents > 1 else ""
+    return f"{first}{more} (line {line})"
 
 
 def _error(message: str) -> int:

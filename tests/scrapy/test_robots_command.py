@@ -29,7 +29,7 @@ def test_disallowed_names_the_rule_line_group_delays_and_sitemaps(site, tmp_path
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert "verdict:      DISALLOWED by 'Disallow: /drafts' (line 5)" in out
-    assert "group:        User-agent: demobot (line 4)" in out
+    assert "group:        User-agent: DemoBot (line 4)" in out  # as the file writes it
     assert "crawl delay:  1.5 s" in out
     assert "request rate: 1/10 s" in out
     assert "sitemaps:     http://example.com/sitemap.xml" in out
@@ -55,6 +55,16 @@ def test_a_robots_txt_file_is_read_instead_of_fetched(tmp_path):
     result = robots("https://example.com/a/b", "--file", str(path), cwd=tmp_path)
     assert result.returncode == 1
     assert "DISALLOWED by 'Disallow: /a' (line 2)" in result.stdout
+    assert "group:        User-agent: * (line 1)" in result.stdout
+
+
+def test_a_group_of_several_user_agent_lines_shows_its_first_as_written(tmp_path):
+    path = tmp_path / "robots.txt"
+    path.write_bytes(b"user-AGENT:  OtherBot  \nUser-agent: DemoBot/2.0\nDisallow: /a\n")
+    result = robots(
+        "https://example.com/a", "--file", str(path), "--user-agent", "DemoBot", cwd=tmp_path
+    )
+    assert "group:        user-AGENT:  OtherBot + 1 more user-agent(s) (line 1)" in result.stdout
 
 
 def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):

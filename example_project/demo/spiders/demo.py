@@ -90,7 +90,8 @@ def format_report(report: dict[str, Any]) -> str:
     if report["delay"] is not None and gaps:
         lines.append(
             f"  spacing at 127.0.0.1:    at least {report['delay']:g} s applied;"
-            f" observed between {len(gaps) + 1} requests: min {min(gaps):.2f} s,"
+            f" observed between {len(gaps) + 1} requests (robots.txt and"
+            f" {report['shop_pages_served']} pages): min {min(gaps):.2f} s,"
             f" mean {sum(gaps) / len(gaps):.2f} s"
         )
     return "\n".join(lines) + "\n"
