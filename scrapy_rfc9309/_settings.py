@@ -192,6 +192,7 @@ BUDGET_DEFAULTS: dict[str, Any] = {
 CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
+    "CRAWLDELAY_MAX_WAITING": 1000,
 }
 
 FLEET_DEFAULTS: dict[str, Any] = {

@@ -14,6 +14,7 @@ one small class per distinct floor value.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import scrapy.core.downloader as _downloader
@@ -105,7 +106,9 @@ def check_seam() -> None:
         last_start(probe)
         probe.free_transfer_slots()
         probe.latercall  # noqa: B018 (read by wake())
+        queued(probe)
         Downloader._process_queue  # noqa: B018
+        Downloader.needs_backout  # noqa: B018
     except (TypeError, AttributeError) as exc:
         raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
     if floored != 5.0 or restored != 0.1 or type(probe) is not Slot:
@@ -123,6 +126,33 @@ def set_floor(slot: Slot, floor: float, gate: Gate | None = None) -> None:
     *gate*, a request leaves only when the gate also admits it (see :func:`wake`)."""
     base: type[Slot] = getattr(type(slot), "base", type(slot))
     slot.__class__ = _floored_class(base, floor, gate) if floor > 0 else base
+
+
+def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> None:
+    """From now on, the downloader's ``CONCURRENT_REQUESTS`` test leaves out the
+    requests *waiting()* counts.
+
+    Scrapy counts a request against ``CONCURRENT_REQUESTS`` from the moment it
+    reaches the downloader, including while it waits in its slot's queue for the
+    slot's delay: a few hosts with a long Crawl-delay would hold every place, and
+    the engine would stop taking requests for the other hosts.
+    """
+    downloader = crawler.engine.downloader
+    try:
+        len(downloader.active) + downloader.total_concurrency
+    except (AttributeError, TypeError) as exc:
+        raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
+
+    def needs_backout() -> bool:
+        total = downloader.total_concurrency
+        return 0 < total <= len(downloader.active) - waiting()
+
+    downloader.needs_backout = needs_backout  # type: ignore[method-assign]
+
+
+def queued(slot: Slot) -> int:
+    """How many requests wait in *slot*'s queue (not yet sent)."""
+    return len(slot.queue)
 
 
 def wake(crawler: Crawler, key: str) -> None:

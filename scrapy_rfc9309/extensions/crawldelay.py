@@ -61,6 +61,7 @@ class CrawlDelayThrottle:
         self.stats = crawler.stats
         self._fleet = self._fleet_gates(crawler, fleet_url(settings))
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
+        self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
@@ -72,9 +73,12 @@ class CrawlDelayThrottle:
         self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
         self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
         self._last_starts = LastStarts(self.floor, _slots.slot_clock)
+        self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
+        if self.max_waiting:
+            crawler.signals.connect(self._engine_started, signal=signals.engine_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -124,6 +128,16 @@ class CrawlDelayThrottle:
         for key in keys:
             self._update(key, authority, request)
 
+    def _engine_started(self) -> None:
+        try:
+            _slots.leave_out_of_concurrency(self.crawler, self.waiting)
+        except _slots.SlotSeamError as exc:
+            logger.warning(
+                "This Scrapy version's downloader changed (%s): requests waiting for a "
+                "Crawl-delay count against CONCURRENT_REQUESTS",
+                exc,
+            )
+
     def _reached(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
         if key is not None:
@@ -140,6 +154,22 @@ class CrawlDelayThrottle:
         if self._fleet is not None:
             for old_key in forgotten:
                 self._fleet.forget(old_key)
+
+    # -- concurrency -----------------------------------------------------
+
+    def waiting(self) -> int:
+        """How many requests wait in floored slots for their turn, up to
+        ``CRAWLDELAY_MAX_WAITING``: these do not count against ``CONCURRENT_REQUESTS``,
+        so that a host with a long Crawl-delay cannot hold every place while its
+        requests wait, and the other hosts crawl as fast as without it."""
+        count = 0
+        for key in list(self._queueing_keys):
+            slot = _slots.slot(self.crawler, key)
+            queued = _slots.queued(slot) if slot is not None and _slots.floor_of(slot) else 0
+            if not queued:
+                self._queueing_keys.discard(key)
+            count += queued
+        return min(count, self.max_waiting)
 
     # -- floors ----------------------------------------------------------
 
@@ -161,6 +191,8 @@ class CrawlDelayThrottle:
             sites.pop(authority, None)
         slot = _slots.slot(self.crawler, key)
         floor = self.floor(key)
+        if floor:
+            self._queueing_keys.add(key)  # see waiting()
         if slot is None or _slots.floor_of(slot) == floor:
             return
         last_start = self._last_starts.get(key)

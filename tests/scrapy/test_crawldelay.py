@@ -179,3 +179,48 @@ async def test_a_scrapy_whose_slots_changed_stops_the_crawl_at_start_up(site, mo
     with pytest.raises(SettingError, match="CRAWLDELAY_ENABLED: this Scrapy version's"):
         await crawl(pages(site), **THROTTLE)
     assert site.paths() == []
+
+
+async def crawl_slow_and_fast_in_arrival_order(site, other_site, delay, slow, fast, **settings):
+    """*slow* pages of *site* (Crawl-delay *delay*) interleaved with *fast* pages of
+    *other_site* (no delay, another slot), two places for the whole crawl, taken in
+    the order they came (as scrapy-redis's queues give them; Scrapy's default queue
+    prefers idle slots).  Returns the page starts of each site, as the sites saw them."""
+    robots(site, f"User-agent: *\nCrawl-delay: {delay}\n".encode())
+    robots(other_site, b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")
+    fast_urls = [url.replace(other_site.url, other_url) for url in pages(other_site, fast)]
+    urls = [url for pair in itertools.zip_longest(pages(site, slow), fast_urls) for url in pair]
+    await crawl(
+        [url for url in urls if url],
+        CONCURRENT_REQUESTS=2,
+        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue",
+        SCHEDULER_MEMORY_QUEUE="scrapy.squeues.FifoMemoryQueue",
+        **THROTTLE,
+        **settings,
+    )
+    return [
+        [hit.time for hit in each.hits if hit.path.startswith("/p/")] for each in (site, other_site)
+    ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_waiting_for_a_crawl_delay_leave_the_other_hosts_their_concurrency(
+    site, other_site
+):
+    """Without the throttle leaving its waiting requests out, the slow site's two
+    pages would hold both places until the first leaves, and the other site would
+    wait with them."""
+    slow, fast = await crawl_slow_and_fast_in_arrival_order(site, other_site, 1.5, 2, 12)
+    assert len(slow) == 2 and len(fast) == 12
+    assert slow[1] - slow[0] >= 1.45
+    assert max(fast) < slow[0]  # all before the slow site's first page
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_crawldelay_max_waiting_0_waiting_requests_hold_their_places(site, other_site):
+    """Scrapy's own behaviour, for those who want it."""
+    slow, fast = await crawl_slow_and_fast_in_arrival_order(
+        site, other_site, 1, 2, 4, CRAWLDELAY_MAX_WAITING=0
+    )
+    assert max(fast) > slow[0]
