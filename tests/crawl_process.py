@@ -4,8 +4,9 @@
 
 ``--dedupe``: the URLs go through the dupefilter.  ``--redis-spider``: a scrapy-redis
 ``RedisSpider`` that takes its start URLs from the Redis list ``pages:start_urls``
-(pushed by the caller; no URL arguments), as a fleet's processes do, and closes after
-2 idle seconds.  Used by tests that need a crawler they can kill, several crawler
+(pushed by the caller; no URL arguments), as a fleet's processes do, follows the
+links of the pages it gets (through the fleet's queue), and closes after 2 idle
+seconds.  Used by tests that need a crawler they can kill, several crawler
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
 stats as JSON."""
 
@@ -36,7 +37,7 @@ def redis_pages():
         max_idle_time = 2
 
         def parse(self, response):
-            pass
+            yield from response.follow_all(css="a")
 
     return RedisPages
 

@@ -150,6 +150,16 @@ def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> No
     downloader.needs_backout = needs_backout  # type: ignore[method-assign]
 
 
+def poll_scheduler(crawler: Crawler) -> None:
+    """Have the engine ask the scheduler for requests now, as its heartbeat does every
+    5 s.  The engine otherwise asks only when one of its own requests ends: a process
+    whose requests all wait for a Crawl-delay would not look at a shared queue
+    (scrapy-redis) for seconds, though its places are free."""
+    engine_slot = getattr(crawler.engine, "_slot", None)
+    if engine_slot is not None:
+        engine_slot.nextcall.schedule()
+
+
 def queued(slot: Slot) -> int:
     """How many requests wait in *slot*'s queue (not yet sent)."""
     return len(slot.queue)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.task import LoopingCall
 
 from .._budget import load_policy
 from .._robots import ROBOTS_PARSED, authority_of, crawler_token
@@ -74,6 +75,7 @@ class CrawlDelayThrottle:
         self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
         self._last_starts = LastStarts(self.floor, _slots.slot_clock)
         self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
+        self._poll: LoopingCall | None = None
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
@@ -128,6 +130,10 @@ class CrawlDelayThrottle:
         for key in keys:
             self._update(key, authority, request)
 
+    #: While requests wait in floored slots, the engine asks the scheduler for more
+    #: this often (see _slots.poll_scheduler).
+    POLL_INTERVAL = 0.2
+
     def _engine_started(self) -> None:
         try:
             _slots.leave_out_of_concurrency(self.crawler, self.waiting)
@@ -137,6 +143,18 @@ class CrawlDelayThrottle:
                 "Crawl-delay count against CONCURRENT_REQUESTS",
                 exc,
             )
+            return
+        self._poll = LoopingCall(self._poll_while_waiting)
+        self._poll.start(self.POLL_INTERVAL, now=False)
+        self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+
+    def _poll_while_waiting(self) -> None:
+        if self.waiting():
+            _slots.poll_scheduler(self.crawler)
+
+    def _engine_stopped(self) -> None:
+        if self._poll is not None and self._poll.running:
+            self._poll.stop()
 
     def _reached(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)

@@ -182,3 +182,31 @@ def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, flee
     settings = fleet_settings(fleet_redis, FLEET_REDIS_URL=None, DOMAINBUDGET_ENABLED=False)
     wait_all(start_fleet(settings, urls))
     assert min(page_gaps(site)) < 0.95 * CRAWL_DELAY
+
+
+def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other_site, fleet_redis):
+    """A Crawl-delay host and a no-delay host crawled by the fleet at once, two places
+    per process, the slow host's pages first in the fleet's queue: they wait for
+    their fleet-wide turns without holding the places, so every page of the fast
+    host is fetched before the slow host's second page, as it would be without the
+    slow host.  (Holding them, the three processes would take two slow pages each
+    and wait a second for each one's turn.)"""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 1\n")
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
+    slow = [f"{site.url}/p/{i}" for i in range(7)]  # enough to fill every place
+    fast = [f"{other_url}/p/{i}" for i in range(30)]
+    seed = "".join(f'<a href="{url}">.</a>' for url in slow + fast).encode()
+    other_site.route("/seed", body=b"<html><body>" + seed + b"</body></html>")
+    settings = fleet_settings(
+        fleet_redis,
+        DOMAINBUDGET_ENABLED=False,
+        CONCURRENT_REQUESTS=2,
+        SCHEDULER_QUEUE_CLASS="scrapy_redis.queue.FifoQueue",
+    )
+    wait_all(start_fleet(settings, [f"{other_url}/seed"]))
+    slow_starts = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))
+    fast_starts = [hit.time for hit in other_site.hits if hit.path.startswith("/p/")]
+    assert len(slow_starts) == 7 and len(fast_starts) == 30
+    assert min(page_gaps(site)) >= 0.95
+    assert max(fast_starts) < slow_starts[1], (fast_starts, slow_starts)
