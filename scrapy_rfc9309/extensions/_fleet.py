@@ -24,17 +24,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Starts are reserved this much further apart than the floor (a share of it, at most
-#: MARGIN_MAX seconds): a request leaves a few milliseconds after its reserved start,
-#: and the site must never see two requests closer than the floor.
+#: Starts are reserved this much further apart than the floor (a share of it, at
+#: least MARGIN_MIN and at most MARGIN_MAX seconds): a request leaves a little after
+#: its reserved start, and the site must never see two requests closer than the
+#: floor.  The minimum is what a busy event loop may take to act on a timer: with
+#: less, a tiny floor's starts would mostly be missed and reserved again.
 MARGIN_SHARE = 0.05
+MARGIN_MIN = 0.002
 MARGIN_MAX = 0.05
 
 
 def margin(floor: float) -> float:
     """How much further apart than *floor* starts are reserved, and so how late a
     reserved start may still be used without coming closer than *floor* to the next."""
-    return min(floor * MARGIN_SHARE, MARGIN_MAX)
+    return min(max(floor * MARGIN_SHARE, MARGIN_MIN), MARGIN_MAX)
 
 
 class FleetGates:

@@ -122,8 +122,6 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     assert site.count("/robots.txt") == 1  # one fetch for the fleet
     assert sum(s.get("fleet/robots_fetched", 0) for s in stats) == 1
     assert sum(s.get("fleet/robots_shared", 0) for s in stats) >= 1  # the others read it
-    # Every process read robots.txt from the fleet or fetched it; pages came from several.
-    assert len({hit.user_agent for hit in site.hits if hit.path.startswith("/p/")}) >= 2
     gaps = page_gaps(site)
     assert min(gaps) >= 0.95 * CRAWL_DELAY, gaps
     assert sum(s.get("fleet/spacing_reserved", 0) for s in stats) >= 10
