@@ -5,7 +5,7 @@ Assertions are on what the *server* received."""
 import pytest
 import pytest_twisted
 
-from tests.crawl import crawl
+from tests.crawl import BASE_SETTINGS, crawl
 from tests.server import closed_port
 
 ROBOTS = (
@@ -370,3 +370,32 @@ def test_the_close_report_names_the_top_sites_and_sums_the_rest():
     assert len(lines) == TOP_SITES + 1
     assert lines[0].startswith(f"http://s{TOP_SITES + 4}: ")  # most dropped first
     assert lines[-1] == "... and 5 more sites: 15 requests dropped"  # 1+2+3+4+5
+
+
+class BrokenForRobotsTxt:
+    """A downloader middleware with a bug that shows only on robots.txt requests."""
+
+    def process_request(self, request, spider=None):
+        if request.url.endswith("/robots.txt"):
+            raise ValueError("a bug in some middleware")
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_unexpected_error_fetching_robots_txt_is_logged_as_a_bug_then_unreachable(
+    site, caplog
+):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(
+        [f"{site.url}/a"],
+        DOWNLOADER_MIDDLEWARES={
+            **BASE_SETTINGS["DOWNLOADER_MIDDLEWARES"],
+            f"{__name__}.BrokenForRobotsTxt": 50,
+        },
+    )
+    [error] = [
+        r for r in caplog.records if r.levelname == "ERROR" and "robots.txt" in r.getMessage()
+    ]
+    assert "treating it as unreachable" in error.getMessage()
+    assert error.exc_info is not None and error.exc_info[0] is ValueError  # the traceback
+    assert site.paths() == []  # unreachable: everything disallowed
+    assert crawler.stats.get_value("rfc9309/exception_count/ValueError") == 1
