@@ -124,14 +124,26 @@ class _Node:
     inner node the rules whose literal start ends at or above the node (a path
     whose next character has no child can match only those); at a leaf all the
     rules below it too.  ``children`` is keyed by the next path character, and is
-    ``None`` at a leaf.
+    ``None`` at a leaf.  A node not split yet has ``candidates`` ``None`` and keeps
+    in ``pending`` what splitting it needs (see :meth:`RuleSet._split`).
     """
 
-    __slots__ = ("candidates", "children")
+    __slots__ = ("candidates", "children", "pending")
 
-    def __init__(self, children: dict[str, _Node] | None, candidates: tuple[_Candidate, ...]):
+    def __init__(
+        self,
+        children: dict[str, _Node] | None,
+        candidates: tuple[_Candidate, ...] | None,
+        pending: _Pending | None = None,
+    ):
         self.children = children
         self.candidates = candidates
+        self.pending = pending
+
+
+#: What splitting a node needs: its rules going deeper, its depth, the rules ended
+#: above it, and their candidates if already picked.
+_Pending = tuple[list[tuple[int, str]], int, list[int], "tuple[_Candidate, ...] | None"]
 
 
 class RuleSet:
@@ -197,10 +209,16 @@ class RuleSet:
     ) -> _Node:
         """A node at *depth* for the rules in *going* (literal start longer than the
         node's prefix) and *ended* (literal start a prefix of it, see :meth:`_cut`),
-        by position in decision order."""
+        by position in decision order.  A node with many rules is split into
+        children only when a path first reaches it: a crawl checks a few paths of
+        most sites, and a file's rules mostly sit under prefixes it never visits."""
         if len(going) <= _LEAF_SIZE or depth >= _MAX_DEPTH:
             limit = ended[-1] if ended and self._is_prefix(ended[-1]) else len(self._candidates)
             return _Node(None, self._pick(ended + [p for p, _ in going if p < limit]))
+        return _Node(None, None, (going, depth, ended, ended_candidates))
+
+    def _split(self, node: _Node) -> None:
+        going, depth, ended, ended_candidates = node.pending  # type: ignore[misc]
         if ended_candidates is None:
             ended_candidates = self._pick(ended)
         by_char: dict[str, list[tuple[int, str]]] = {}
@@ -214,7 +232,7 @@ class RuleSet:
                 children[char] = self._build(child_going, depth + 1, self._cut(ended + ending))
             else:  # the same ended rules: share the tuple
                 children[char] = self._build(child_going, depth + 1, ended, ended_candidates)
-        return _Node(children, ended_candidates)
+        node.children, node.candidates, node.pending = children, ended_candidates, None
 
     def _cut(self, ended: list[int]) -> list[int]:
         """Sort the positions of rules whose literal start is a prefix of a node's
@@ -236,13 +254,18 @@ class RuleSet:
         """The verdict for a canonical path + query (it starts with ``/``)."""
         node = self._root
         at = 1
-        while node.children is not None:
-            child = node.children.get(path[at : at + 1])
+        while True:
+            if node.candidates is None:
+                self._split(node)
+            children = node.children
+            if children is None:
+                break
+            child = children.get(path[at : at + 1])
             if child is None:
                 break
             node = child
             at += 1
-        for kind, literal, arg, verdict in node.candidates:
+        for kind, literal, arg, verdict in node.candidates:  # type: ignore[union-attr]
             if kind == PREFIX:
                 if path.startswith(literal):
                     return verdict
