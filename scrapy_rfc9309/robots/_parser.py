@@ -11,7 +11,16 @@ from typing import Any, NamedTuple
 
 from . import _lexer as lexer
 from ._lexer import Record
-from ._pattern import CONTAINS, EXACT, PREFIX, SUFFIX, WILDCARD, Pattern, canonical
+from ._pattern import (
+    CONTAINS,
+    EXACT,
+    PREFIX,
+    SUFFIX,
+    WILDCARD,
+    Pattern,
+    canonical,
+    is_canonical,
+)
 from ._useragent import product_token
 
 #: The user-agent value of the groups that apply to every crawler.
@@ -252,6 +261,8 @@ class RuleSet:
 
     def decide(self, path: str) -> Verdict:
         """The verdict for a canonical path + query (it starts with ``/``)."""
+        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
+            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
         node = self._root
         at = 1
         while True:
@@ -281,6 +292,44 @@ class RuleSet:
             elif literal in path and arg(path):
                 return verdict
         return ALLOWED
+
+
+def _first_check(rules: list[Rule], path: str) -> Verdict:
+    """What :meth:`RuleSet.decide` answers for *path*, found by trying every rule:
+    the longest matching pattern, ``Allow`` on a tie, then the earliest line.
+
+    Most rules are rejected on their literal start alone, without compiling them.
+    """
+    if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
+        return ALLOWED  # /robots.txt is always allowed (§2.2.2)
+    best: tuple[int, bool, int] | None = None
+    deciding: Rule | None = None
+    for rule in rules:
+        rank: tuple[int, bool, int] | None
+        raw = rule.pattern
+        star = raw.find("*")
+        head = raw if star < 0 else raw[:star]
+        if is_canonical(head):  # then it is the canonical pattern's literal start
+            if star < 0 and not head.endswith("$"):  # a plain prefix
+                if not path.startswith(head):
+                    continue
+                rank = (len(head), rule.allow, -rule.line)
+            elif not path.startswith(head.removesuffix("$") if star < 0 else head):
+                continue
+            else:
+                rank = _rank(rule, path)
+        else:
+            rank = _rank(rule, path)
+        if rank is not None and (best is None or rank > best):
+            best, deciding = rank, rule
+    if deciding is None:
+        return ALLOWED
+    return _new_verdict((deciding.allow, str(deciding), deciding.line))
+
+
+def _rank(rule: Rule, path: str) -> tuple[int, bool, int] | None:
+    pattern = Pattern(rule.pattern)
+    return (pattern.length, rule.allow, -rule.line) if pattern.matches(path) else None
 
 
 _AUTHORITY = re.compile(r"[^/?#]*")
@@ -346,6 +395,7 @@ class RobotsTxt:
                     members.append(group)
         self._selections: dict[str, GroupSelection] = {}
         self._rulesets: dict[str, RuleSet] = {}
+        self._checked_once: set[str] = set()  # tokens checked once, not yet compiled
 
     @classmethod
     def parse(
@@ -362,6 +412,9 @@ class RobotsTxt:
         of directive names and a missing colon.  Only the first *max_bytes* octets
         are read, cut at a line end.
         """
+        if isinstance(body, str) and len(body) * 4 <= max_bytes:
+            # At most 4 octets a character: a text this short is never cut.
+            return cls.from_records(lexer.records(body, lenient=lenient))
         raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
         raw, truncated = lexer.truncate(raw, max_bytes)
         return cls.from_records(lexer.records(raw, lenient=lenient), truncated=truncated)
@@ -431,18 +484,28 @@ class RobotsTxt:
         token = product_token(user_agent)
         selection = self._selections.get(token)
         if selection is None:
-            groups = (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
+            groups = self._groups_for(token)
             selection = self._selections[token] = GroupSelection(token, tuple(groups))
         return selection
 
+    def _groups_for(self, token: str) -> list[Group]:
+        return (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
+
     def rules(self, user_agent: str) -> list[Rule]:
         """The rules that apply to *user_agent*, in file order."""
-        return [rule for group in self.select(user_agent).groups for rule in group.rules]
+        groups = self._groups_for(product_token(user_agent))
+        return [rule for group in groups for rule in group.rules]
 
     # -- checks ----------------------------------------------------------
 
     def check(self, url: str, user_agent: str) -> Verdict:
-        """Decide whether *user_agent* may fetch *url* (an absolute URL or a path)."""
+        """Decide whether *user_agent* may fetch *url* (an absolute URL or a path).
+
+        The first check for a crawler tries its rules one by one; the second
+        compiles them into a :class:`RuleSet`, kept for every later check.  A broad
+        crawl checks one or a few URLs of most sites, and compiling costs several
+        times what one pass over the rules does.
+        """
         ruleset = self._rulesets.get(user_agent)
         if ruleset is None:
             # Compiled once per product token: rotating User-Agent strings with one
@@ -450,13 +513,13 @@ class RobotsTxt:
             token = product_token(user_agent)
             ruleset = self._rulesets.get(token)
             if ruleset is None:
+                if token not in self._checked_once:
+                    self._checked_once.add(token)
+                    return _first_check(self.rules(token), path_of(url))
                 ruleset = self._rulesets[token] = RuleSet(self.rules(token))
             if len(self._rulesets) < _MAX_SHORTCUTS:
                 self._rulesets[user_agent] = ruleset
-        path = path_of(url)
-        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
-            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
-        return ruleset.decide(path)
+        return ruleset.decide(path_of(url))
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Shortcut for ``check(url, user_agent).allowed``."""

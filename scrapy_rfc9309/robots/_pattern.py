@@ -62,6 +62,11 @@ _ESCAPES = {
 }
 
 
+def is_canonical(text: str) -> bool:
+    """True if *text* is already in canonical form (no escape, nothing to encode)."""
+    return _NEEDS_WORK.search(text) is None
+
+
 def canonical(text: str) -> str:
     """Return *text* (a path, path + query, or a pattern's literal part) in canonical form."""
     if _NEEDS_WORK.search(text) is None:
