@@ -137,6 +137,7 @@ class RobotsSettings:
     max_bytes: int
     max_redirects: int
     cache_size: int
+    cache_max_bytes: int
     lenient: bool
     user_agent: str | None
     excluded: Callable[[str], str | None]
@@ -155,6 +156,7 @@ class RobotsSettings:
             max_bytes=int(number(settings, "RFC9309_MAX_BYTES", DEFAULT_MAX_BYTES, 1 << 26)),
             max_redirects=int(number(settings, "RFC9309_MAX_REDIRECTS", 0, 20)),
             cache_size=int(number(settings, "RFC9309_CACHE_SIZE", 1, 10**8)),
+            cache_max_bytes=int(number(settings, "RFC9309_CACHE_MAX_BYTES", 1, 1 << 50)),
             lenient=flag(settings, "RFC9309_LENIENT"),
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
             excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
@@ -172,6 +174,7 @@ ROBOTS_DEFAULTS: dict[str, Any] = {
     "RFC9309_MAX_BYTES": DEFAULT_MAX_BYTES,
     "RFC9309_MAX_REDIRECTS": 5,
     "RFC9309_CACHE_SIZE": 10_000,
+    "RFC9309_CACHE_MAX_BYTES": 256 * 2**20,
     "RFC9309_LENIENT": True,
     "RFC9309_EXCLUDE_PATHS": [],
 }

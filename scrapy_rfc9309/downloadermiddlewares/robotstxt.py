@@ -65,6 +65,7 @@ class RobotsTxtMiddleware:
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
+        self._cache_bytes = 0  # the entries' memory estimates, summed
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
         self._warned: set[str] = set()
         self.report = RobotsReport()
@@ -136,10 +137,21 @@ class RobotsTxtMiddleware:
         return entry
 
     def _store(self, authority: str, entry: RobotsEntry) -> None:
+        """Cache *entry*, then drop the least recently used entries while the cache
+        holds more than ``RFC9309_CACHE_SIZE`` entries or ``RFC9309_CACHE_MAX_BYTES``
+        (by their memory estimates); the newest entry always stays."""
+        replaced = self._cache.pop(authority, None)
+        if replaced is not None:
+            self._cache_bytes -= replaced.memory_estimate()
         self._cache[authority] = entry
-        self._cache.move_to_end(authority)
-        while len(self._cache) > self.config.cache_size:
-            self._cache.popitem(last=False)
+        self._cache_bytes += entry.memory_estimate()
+        while len(self._cache) > 1 and (
+            len(self._cache) > self.config.cache_size
+            or self._cache_bytes > self.config.cache_max_bytes
+        ):
+            _, dropped = self._cache.popitem(last=False)
+            self._cache_bytes -= dropped.memory_estimate()
+            self.stats.inc_value("rfc9309/cache_evicted")
 
     # -- fetching --------------------------------------------------------
 
@@ -171,6 +183,8 @@ class RobotsTxtMiddleware:
         )
 
     def _spider_closed(self, spider: Any = None) -> None:
+        self.stats.set_value("rfc9309/cache_entries", len(self._cache))
+        self.stats.set_value("rfc9309/cache_bytes", self._cache_bytes)
         lines = self.report.lines()
         if lines:
             logger.info("robots.txt report:\n  %s", "\n  ".join(lines))

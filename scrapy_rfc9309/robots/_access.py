@@ -38,6 +38,10 @@ def outcome_for_status(status: int) -> FetchOutcome:
     return FetchOutcome.UNREACHABLE
 
 
+#: An entry without its file (the dataclass and its fields), in bytes.
+_ENTRY_BYTES = 400
+
+
 @dataclass(frozen=True, slots=True)
 class RobotsEntry:
     """The cached result of fetching one authority's robots.txt."""
@@ -67,6 +71,11 @@ class RobotsEntry:
     def delay(self, user_agent: str) -> float | None:
         """The file's Crawl-delay / Request-rate interval for *user_agent*, if any."""
         return self.robots.delay(user_agent) if self.robots is not None else None
+
+    def memory_estimate(self) -> int:
+        """An upper estimate of the bytes this entry holds (see
+        :meth:`RobotsTxt.memory_estimate`)."""
+        return _ENTRY_BYTES + (self.robots.memory_estimate() if self.robots is not None else 0)
 
     def describe(self) -> str:
         """A short human description, for logs and the explain command."""

@@ -396,6 +396,7 @@ class RobotsTxt:
         self._selections: dict[str, GroupSelection] = {}
         self._rulesets: dict[str, RuleSet] = {}
         self._checked_once: set[str] = set()  # tokens checked once, not yet compiled
+        self._memory_estimate: int | None = None
 
     @classmethod
     def parse(
@@ -473,6 +474,23 @@ class RobotsTxt:
             ignored=ignored,
         )
 
+    def memory_estimate(self) -> int:
+        """An upper estimate of the bytes this object holds once a crawler has
+        checked URLs against it (its rules compiled), for bounding caches by memory.
+
+        Calibrated with ``tracemalloc`` on real files (see the tests): it counts
+        every rule as compiled, so it is above what one crawler's checks make
+        the file hold, by a small factor for files with one group.
+        """
+        if self._memory_estimate is None:
+            total = _BASE_BYTES
+            for group in self.groups:
+                total += _GROUP_BYTES + _AGENT_BYTES * len(group.agents)
+                total += sum(_RULE_BYTES + _RULE_CHAR_BYTES * len(r.pattern) for r in group.rules)
+            total += sum(_SITEMAP_BYTES + len(sitemap) for sitemap in self.sitemaps)
+            self._memory_estimate = total
+        return self._memory_estimate
+
     # -- group selection -------------------------------------------------
 
     def select(self, user_agent: str) -> GroupSelection:
@@ -544,6 +562,16 @@ class RobotsTxt:
         candidates = [d for d in (crawl_delay, rate and rate[1] / rate[0]) if d is not None]
         return max(candidates) if candidates else None
 
+
+#: The parts of :meth:`RobotsTxt.memory_estimate`, in bytes: the object itself, a
+#: group, one of its user-agents, a rule (stored, then compiled) and each character
+#: of its pattern (kept in the rule, its verdict and the index), a sitemap.
+_BASE_BYTES = 3_000
+_GROUP_BYTES = 400
+_AGENT_BYTES = 150
+_RULE_BYTES = 1_500
+_RULE_CHAR_BYTES = 3
+_SITEMAP_BYTES = 150
 
 #: How many User-Agent strings (besides tokens) a file remembers the rule set of.
 _MAX_SHORTCUTS = 16

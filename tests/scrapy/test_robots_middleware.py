@@ -399,3 +399,29 @@ async def test_an_unexpected_error_fetching_robots_txt_is_logged_as_a_bug_then_u
     assert error.exc_info is not None and error.exc_info[0] is ValueError  # the traceback
     assert site.paths() == []  # unreachable: everything disallowed
     assert crawler.stats.get_value("rfc9309/exception_count/ValueError") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_cache_is_bounded_by_the_memory_its_entries_hold():
+    """Twelve authorities (ports of 127.0.0.1) crawled one after another, then the
+    first again, with room for about three entries: the cache never holds more
+    than its bound, and the first authority's robots.txt, dropped meanwhile, is
+    fetched again."""
+    from tests.crawl import ChainSpider
+    from tests.server import Site
+
+    sites = [Site() for _ in range(12)]
+    try:
+        for each in sites:
+            each.route("/robots.txt", body=b"User-agent: *\nDisallow: /private/\nAllow: /\n")
+        urls = [f"{each.url}/page" for each in sites] + [f"{sites[0].url}/again"]
+        crawler = await crawl(urls, spider=ChainSpider, RFC9309_CACHE_MAX_BYTES=20_000)
+    finally:
+        for each in sites:
+            each.close()
+    stats = crawler.stats
+    assert 1 <= stats.get_value("rfc9309/cache_entries") <= 3
+    assert stats.get_value("rfc9309/cache_bytes") <= 20_000
+    assert stats.get_value("rfc9309/cache_evicted") >= 10
+    assert sites[0].paths() == ["/robots.txt", "/page", "/robots.txt", "/again"]
+    assert all(each.paths() == ["/robots.txt", "/page"] for each in sites[1:])
