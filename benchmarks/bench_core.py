@@ -121,30 +121,63 @@ def ratio_line(label: str, values: dict[str, float], higher_is_better: bool) -> 
     return f"{'':<4}{label}: scrapy_rfc9309 is " + ", ".join(parts) + " (>1 = faster)"
 
 
-def bench_parse(files: dict[str, str], repeat: int) -> list[str]:
-    out = []
-    medians: dict[str, float] = {}
-    totals: dict[str, float] = {}
-    for name, parse in PARSERS.items():
-        per_file = [best_of(repeat, lambda t=text, p=parse: p(t)) for text in files.values()]
-        medians[name] = statistics.median(per_file) * 1e6
-        totals[name] = sum(per_file) * 1e3
+def first_check(name: str, text: str, url: str = "/") -> Callable[[], object]:
+    """What a crawl does per site: parse the file and check one URL."""
+    if name == "google":
+        return lambda: google.RobotsMatcher().is_allowed(text, "MyCrawler", url)
+    parse = PARSERS[name]
+    return lambda: checker(name, parse(text), text)(url, "MyCrawler")
 
-    # Ours compiles a group's patterns on the first check for a crawler: count that too.
-    def parse_and_first_check(text: str) -> None:
-        RobotsTxt.parse(text).allowed("/", "MyCrawler")
 
-    per_file = [best_of(repeat, lambda t=text: parse_and_first_check(t)) for text in files.values()]
-    first_check_median = statistics.median(per_file) * 1e6
-    out.append(row("parse, median per real file (us)", medians, "{:.1f}"))
-    out.append(row("parse, whole corpus (ms)", totals, "{:.1f}"))
-    out.append(
-        row("parse + first check, median (us)", {"scrapy_rfc9309": first_check_median}, "{:.1f}")
+PEERS = ("protego", "stdlib", "google")
+
+
+def ratio_line_of(label: str, ratios: dict[str, list[float]]) -> str:
+    """Medians of per-file time ratios (ours / peer): below 1 is faster."""
+    parts = [f"{statistics.median(ratios[peer]):.2f}x {peer}" for peer in PEERS if peer in ratios]
+    return (
+        f"{'':<4}{label}: scrapy_rfc9309 takes " + ", ".join(parts) + " (median of per-file ratios)"
     )
-    out.append(ratio_line("parse median", medians, higher_is_better=False))
-    medians["scrapy_rfc9309"] = first_check_median
-    out.append(ratio_line("parse + first check median", medians, higher_is_better=False))
-    return out
+
+
+def bench_parse(files: dict[str, str], repeat: int) -> list[str]:
+    """Parse alone, and parse + first check (the work a crawl does per site), each
+    file timed for all parsers one after the other, so that they share the noise."""
+    parse_times: dict[str, list[float]] = {name: [] for name in PARSERS}
+    first_times: dict[str, list[float]] = {name: [] for name in (*PARSERS, "google")}
+    for text in files.values():
+        for name, parse in PARSERS.items():
+            parse_times[name].append(best_of(repeat, lambda t=text, p=parse: p(t)))
+        for name in first_times:
+            first_times[name].append(best_of(repeat, first_check(name, text)))
+    ours_parse, ours_first = parse_times["scrapy_rfc9309"], first_times["scrapy_rfc9309"]
+    parse_ratios = {
+        peer: [a / b for a, b in zip(ours_parse, parse_times[peer], strict=True)]
+        for peer in PEERS
+        if peer in parse_times
+    }
+    first_ratios = {
+        peer: [a / b for a, b in zip(ours_first, first_times[peer], strict=True)] for peer in PEERS
+    }
+    return [
+        row(
+            "parse, median per real file (us)",
+            {k: statistics.median(v) * 1e6 for k, v in parse_times.items()},
+            "{:.1f}",
+        ),
+        row(
+            "parse + first check, median (us)",
+            {k: statistics.median(v) * 1e6 for k, v in first_times.items()},
+            "{:.1f}",
+        ),
+        row(
+            "parse + first check, corpus (ms)",
+            {k: sum(v) * 1e3 for k, v in first_times.items()},
+            "{:.1f}",
+        ),
+        ratio_line_of("parse", parse_ratios),
+        ratio_line_of("parse + first check", first_ratios),
+    ]
 
 
 def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int) -> list[str]:
@@ -179,35 +212,51 @@ def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int)
 def bench_big_file(repeat: int) -> list[str]:
     text = synthetic_file()
     times = {
-        name: best_of(repeat, lambda p=parse: p(text)) * 1e3 for name, parse in PARSERS.items()
+        name: best_of(repeat, first_check(name, text, "/shop/cart")) * 1e3
+        for name in (*PARSERS, "google")
     }
-    first = best_of(repeat, lambda: RobotsTxt.parse(text).allowed("/shop/cart", "MyCrawler")) * 1e3
-    google_one = best_of(repeat, lambda: google.RobotsMatcher().is_allowed(text, "MyCrawler", "/x"))
-    times["google"] = google_one * 1e3
-    out = [
-        row(f"parse {len(text.encode()):,} B file (ms)", times, "{:.1f}"),
-        row("  + first check (ms)", {"scrapy_rfc9309": first}, "{:.1f}"),
-        "    (google: one parse+check call)",
-        ratio_line("500 KiB parse", times, higher_is_better=False),
+    return [
+        row(f"parse + first check, {len(text.encode()):,} B (ms)", times, "{:.1f}"),
+        ratio_line("500 KiB parse + first check", times, higher_is_better=False),
     ]
-    times["scrapy_rfc9309"] = first
-    out.append(ratio_line("500 KiB parse + first check", times, higher_is_better=False))
-    return out
+
+
+def held_after_first_check(name: str, text: str) -> tuple[int, int]:
+    """(bytes held, peak bytes) by one parsed file after its first check."""
+    gc.collect()
+    tracemalloc.start()
+    parsed = PARSERS[name](text)
+    checker(name, parsed, text)("/", "MyCrawler")
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del parsed
+    return held, peak
 
 
 def bench_memory(files: dict[str, str]) -> list[str]:
-    peaks: dict[str, float] = {}
-    for name, parse in PARSERS.items():
-        gc.collect()
-        tracemalloc.start()
-        kept = [parse(text) for text in files.values()]
-        if name == "scrapy_rfc9309":
-            for parsed in kept:
-                parsed.allowed("/", "MyCrawler")  # type: ignore[attr-defined]
-        peaks[name] = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        del kept
-    return [row("peak memory, whole corpus kept (MiB)", peaks, "{:.1f}")]
+    """Memory a cached entry holds (after the first check, as in a crawl's cache)."""
+    big = synthetic_file()
+    median: dict[str, float] = {}
+    mean: dict[str, float] = {}
+    big_held: dict[str, float] = {}
+    big_peak: dict[str, float] = {}
+    whole: dict[str, float] = {}
+    for name in PARSERS:
+        per_file = [held_after_first_check(name, text)[0] for text in files.values()]
+        median[name] = statistics.median(per_file) / 1024
+        mean[name] = statistics.mean(per_file) / 1024
+        whole[name] = sum(per_file) / 2**20
+        held, peak = held_after_first_check(name, big)
+        big_held[name], big_peak[name] = held / 2**20, peak / 2**20
+    full = {name: value * 10_000 / 2**10 for name, value in mean.items()}
+    return [
+        row("held per file, median (KiB)", median, "{:.1f}"),
+        row("held per file, mean (KiB)", mean, "{:.1f}"),
+        row("held, whole corpus (MiB)", whole, "{:.1f}"),
+        row("held, 500 KiB file (MiB)", big_held, "{:.1f}"),
+        row("peak, 500 KiB file (MiB)", big_peak, "{:.1f}"),
+        row("10,000 entries at the mean (MiB)", full, "{:.0f}"),
+    ]
 
 
 def bench_adversarial() -> list[str]:
@@ -226,7 +275,37 @@ def bench_adversarial() -> list[str]:
                 pattern if len(pattern) <= 20 else f"{pattern[:8]}..{pattern[-8:]} ({len(pattern)})"
             )
             out.append(row(f"{label:<22} /a*{length:<7} (ms)", times, "{:.3f}"))
+    # A hostile 500 KiB file of distinct wildcard rules that can match anywhere in a
+    # path, so that every check tries them all: against a URL of Scrapy's default
+    # URLLENGTH_LIMIT (2,083) and one of 64 KiB (first check, then compiled).
+    for label, line in (
+        ("/*a{n}*b$", "Disallow: /*a{n}*b$"),
+        ("/*{n}a*a*a$", "Disallow: /*{n}a*a*a$"),
+    ):
+        text = hostile_file(line)
+        for length in (2_083, 65_536):
+            url = "https://example.com/" + "a" * (length - 20)
+            times = {
+                name: best_of(1, first_check(name, text, url)) * 1e3
+                for name in (*PARSERS, "google")
+            }
+            parsed = RobotsTxt.parse(text)
+            parsed.allowed("/", "MyCrawler")
+            parsed.allowed("/", "MyCrawler")  # compiled
+            times["later"] = best_of(3, lambda p=parsed, u=url: p.allowed(u, "MyCrawler")) * 1e3
+            out.append(row(f"500 KiB {label:<12} {length:>6} B URL (ms)", times, "{:.1f}"))
+            out.append(f"{'':<4}(scrapy_rfc9309, a later check: {times['later']:.1f} ms)")
     return out
+
+
+def hostile_file(line: str, size: int = 512_000) -> str:
+    lines = ["User-agent: *"]
+    total, number = 0, 0
+    while total < size - 100:
+        lines.append(line.format(n=number))
+        total += len(lines[-1]) + 1
+        number += 1
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

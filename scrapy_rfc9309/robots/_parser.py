@@ -304,8 +304,12 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
         return ALLOWED  # /robots.txt is always allowed (§2.2.2)
     best: tuple[int, bool, int] | None = None
     deciding: Rule | None = None
+    tried: set[tuple[bool, str]] = set()
     for rule in rules:
         rank: tuple[int, bool, int] | None
+        if (rule.allow, rule.pattern) in tried:
+            continue  # the same line again: only its first copy can decide
+        tried.add((rule.allow, rule.pattern))
         raw = rule.pattern
         star = raw.find("*")
         head = raw if star < 0 else raw[:star]

@@ -135,3 +135,20 @@ def test_rfc_2_5_bodies_that_held_still_parse_without_error(body):
     robots, elapsed = timed(RobotsTxt.parse, body)
     assert robots.check("/private", "b99").allowed in (True, False)
     assert elapsed < 1.0
+
+
+def test_500_kib_of_distinct_wildcard_rules_against_a_long_url_is_bounded():
+    """Every rule can match anywhere in a path, so every check tries them all: the
+    cost is rules x URL length, bounded here for a URL as long as Scrapy's default
+    URLLENGTH_LIMIT lets through (a guard against blow-ups, not a target)."""
+    body = b"User-agent: *\n" + b"".join(b"Disallow: /*a%d*b$\n" % i for i in range(25_000))
+    url = "/" + "a" * 2_082
+    robots, first = timed(RobotsTxt.parse, body[:DEFAULT_MAX_BYTES])
+    verdicts = []
+    for _ in range(3):  # the first check, the one that compiles, a later one
+        verdict, elapsed = timed(robots.check, url, "bot")
+        verdicts.append(verdict)
+        assert elapsed < 2.0
+    assert first < 2.0
+    assert verdicts == [(True, None, None)] * 3
+    assert robots.check(url + "a7b", "bot") == (False, "Disallow: /*a7*b$", 9)
