@@ -4,7 +4,9 @@ only at a start time reserved in the fleet's Redis (``FLEET_REDIS_URL``).
 When the slot could release its next request (its own floor has passed), its gate
 reserves the fleet's next start for that host (one Redis call) and admits the request
 at that time; meanwhile the request waits in the slot's queue, where it holds no
-download of its own.  If Redis fails, the gate admits at once: the process keeps its
+download of its own.  As a request leaves with another queued behind it, the gate
+reserves that one's start at once: one reservation ahead per host at most, never one
+per queued request.  If Redis fails, the gate admits at once: the process keeps its
 local floor, no less polite than a lone process (see :mod:`.._fleet_health`).
 """
 
@@ -93,11 +95,18 @@ class _Gate:
             if now < ticket:
                 return False  # wake() comes at its time
             if now <= ticket + margin(_slots.floor_of(slot)):
+                if _slots.queued(slot) > 1:
+                    # Scrapy sends this request on a True; reserve the start of the
+                    # one behind it now, so that the round trip overlaps the wait.
+                    self._reserve_next(slot)
                 return True
             # Too late: another process may start at ticket + floor + margin; reserve anew.
-        if self._pending is None:  # none, used or stale: reserve the next start
-            self._pending = asyncio.ensure_future(self._reserve(_slots.floor_of(slot)))
+        self._reserve_next(slot)
         return False
+
+    def _reserve_next(self, slot: Slot) -> None:
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self._reserve(_slots.floor_of(slot)))
 
     async def _reserve(self, floor: float) -> None:
         try:

@@ -136,3 +136,34 @@ async def test_a_gate_admits_a_fresh_reserved_start_and_reserves_again_for_a_sta
         return gates.reservations, gate.admits(slot)
 
     assert await on_loop(scenario()) == (2, True)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_gate_reserves_the_next_start_as_a_request_leaves_only_if_another_waits(
+    monkeypatch,
+):
+    from scrapy.core.downloader import Slot
+
+    from scrapy_rfc9309.extensions import _fleet, _slots
+
+    monkeypatch.setattr(_slots, "wake", lambda crawler, key: None)
+    gates = ReservingGates()
+    gate = _fleet._Gate(gates, "a.example")
+    slot = Slot(1, 0, 0)
+    _slots.set_floor(slot, 1.0)
+    slot.queue.extend([("request", "deferred")] * 2)  # two requests wait
+
+    async def scenario():
+        gate.admits(slot)
+        await asyncio.sleep(0.01)
+        admitted = gate.admits(slot)  # the first leaves; the second's start is asked for
+        slot.queue.popleft()
+        slot.lastseen = _slots.slot_clock()  # what Scrapy does when it sends it
+        await asyncio.sleep(0.01)
+        ahead = gates.reservations
+        admitted_alone = gate.admits(slot)  # the last leaves: nothing to reserve for
+        slot.queue.popleft()
+        await asyncio.sleep(0.01)
+        return admitted, ahead, admitted_alone, gates.reservations
+
+    assert await on_loop(scenario()) == (True, 2, True, 2)
