@@ -535,10 +535,11 @@ class RobotsTxt:
             token = product_token(user_agent)
             ruleset = self._rulesets.get(token)
             if ruleset is None:
+                rules = [rule for group in self._groups_for(token) for rule in group.rules]
                 if token not in self._checked_once:
                     self._checked_once.add(token)
-                    return _first_check(self.rules(token), path_of(url))
-                ruleset = self._rulesets[token] = RuleSet(self.rules(token))
+                    return _first_check(rules, path_of(url))
+                ruleset = self._rulesets[token] = RuleSet(rules)
             if len(self._rulesets) < _MAX_SHORTCUTS:
                 self._rulesets[user_agent] = ruleset
         return ruleset.decide(path_of(url))

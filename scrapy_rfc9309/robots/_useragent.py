@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 
 _TOKEN = re.compile(r"[A-Za-z_-]*")
 
 
-@functools.lru_cache(maxsize=1024)  # a crawl checks every file with the same few
 def product_token(user_agent: str) -> str:
     """Return the product token a user-agent string starts with, lower-cased.
 

@@ -85,7 +85,7 @@ def test_adversarial_wildcards_finish_fast():
     """Guard against pathological blow-up (Protego CVE-2026-55520): well under 1 s."""
     body = "User-agent: *\n" + "".join(f"Disallow: /{'*a' * n}*b$\n" for n in (5, 10, 50, 200))
     robots = RobotsTxt.parse(body)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: not inflated by the other tests running
     for length in (1_000, 10_000, 100_000):
         assert robots.allowed("/" + "a" * length, "bot")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0

@@ -1,27 +1,41 @@
 """What a new user gets wrong is said at start-up, as `scrapy crawl` prints it."""
 
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 
-def new_project(tmp_path, settings):
-    """A project as `scrapy startproject` makes it, with *settings* appended."""
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A project as `scrapy startproject` makes it (made once for the module)."""
+    where = tmp_path_factory.mktemp("template")
     subprocess.run(
         [sys.executable, "-m", "scrapy", "startproject", "demo"],
-        cwd=tmp_path,
+        cwd=where,
         check=True,
         capture_output=True,
     )
-    project = tmp_path / "demo"
-    with open(project / "demo" / "settings.py", "a") as file:
-        file.write(settings)
-    (project / "demo" / "spiders" / "empty.py").write_text(
-        "import scrapy\n\n\nclass Empty(scrapy.Spider):\n    name = 'empty'\n\n"
-        "    async def start(self):\n        return\n        yield\n"
-    )
-    return project
+    return where / "demo"
+
+
+@pytest.fixture
+def new_project(template, tmp_path):
+    """``new_project(settings)``: a copy of the template with *settings* appended."""
+
+    def make(settings):
+        project = tmp_path / "demo"
+        shutil.copytree(template, project)
+        with open(project / "demo" / "settings.py", "a") as file:
+            file.write(settings)
+        (project / "demo" / "spiders" / "empty.py").write_text(
+            "import scrapy\n\n\nclass Empty(scrapy.Spider):\n    name = 'empty'\n\n"
+            "    async def start(self):\n        return\n        yield\n"
+        )
+        return project
+
+    return make
 
 
 def crawl_output(project, status=0):
@@ -36,9 +50,8 @@ def crawl_output(project, status=0):
     return result.stderr
 
 
-def test_silent_no_ops_get_a_warning_each(tmp_path):
+def test_silent_no_ops_get_a_warning_each(new_project):
     project = new_project(
-        tmp_path,
         '\nADDONS = {"scrapy_rfc9309.Addon": 500}\n'
         'DOMAINBUDGET_POLICY = {"default_policy": {"max_pages_per_day": 3}}\n'
         "DOMAINBUDGET_ENABLE = True\nRFC9309_CACHE_TTLL = 60\n",
@@ -54,10 +67,8 @@ def test_silent_no_ops_get_a_warning_each(tmp_path):
     assert "RFC9309_CACHE_TTLL is not a setting" in output and "RFC9309_CACHE_TTL?" in output
 
 
-def test_a_correct_project_gets_no_warning(tmp_path):
-    project = new_project(
-        tmp_path, '\nADDONS = {"scrapy_rfc9309.Addon": 500}\nROBOTSTXT_OBEY = True\n'
-    )
+def test_a_correct_project_gets_no_warning(new_project):
+    project = new_project('\nADDONS = {"scrapy_rfc9309.Addon": 500}\nROBOTSTXT_OBEY = True\n')
     assert "scrapy_rfc9309:" not in crawl_output(project)
 
 
@@ -87,9 +98,9 @@ BUDGET = ADDON + "DOMAINBUDGET_ENABLED = True\n"
     ids=["nan", "policy-yaml", "storage"],
 )
 def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
-    tmp_path, settings, policy, message
+    new_project, settings, policy, message
 ):
-    project = new_project(tmp_path, settings)
+    project = new_project(settings)
     if policy is not None:
         (project / "policy.yaml").write_text(policy)
     output = crawl_output(project, status=1)
@@ -100,11 +111,10 @@ def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
     assert output.count(message) == 1
 
 
-def test_the_wrong_reactor_is_said_last_and_once_as_a_log_line(tmp_path):
+def test_the_wrong_reactor_is_said_last_and_once_as_a_log_line(new_project):
     """Scrapy runs a non-asyncio reactor through Twisted, whose own stderr printer
     still shows the traceback once; the log says it once, last."""
     project = new_project(
-        tmp_path,
         BUDGET
         + "DOMAINBUDGET_POLICY = {}\n"
         + "TWISTED_REACTOR = 'twisted.internet.epollreactor.EPollReactor'\n",
