@@ -70,10 +70,14 @@ def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path)
 
 
 def assert_decides_like_the_reference(rules, path):
+    """Both ways a file decides: the first check (one pass over the rules) and the
+    later ones (the compiled rule index) give the same verdict, the reference's."""
     body = "User-agent: *\n" + "".join(
         f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
     )
-    verdict = RobotsTxt.parse(body, lenient=False).check("https://example.com" + path, "bot")
+    robots = RobotsTxt.parse(body, lenient=False)
+    verdict = robots.check("https://example.com" + path, "bot")
+    assert robots.check("https://example.com" + path, "bot") == verdict  # compiled
     matching = [(len(p), allow) for allow, p in rules if reference_match(p, path)]
     if path == "/robots.txt" or not matching:
         assert verdict.allowed
