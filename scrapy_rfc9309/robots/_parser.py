@@ -276,12 +276,14 @@ class RuleSet:
                 break
             node = child
             at += 1
-        for kind, literal, arg, verdict in node.candidates:  # type: ignore[union-attr]
+        candidates: tuple[_Candidate, ...] = node.candidates  # type: ignore[assignment]
+        grams = _PathGrams(path) if len(path) * len(candidates) > _HEAVY_WORK else None
+        for kind, literal, arg, verdict in candidates:
             if kind == PREFIX:
                 if path.startswith(literal):
                     return verdict
             elif kind == CONTAINS:
-                if path.find(literal, arg) >= 0:
+                if (grams is None or grams.contains(literal)) and path.find(literal, arg) >= 0:
                     return verdict
             elif kind == SUFFIX:
                 if path.endswith(literal) and len(path) - len(literal) >= arg:
@@ -289,7 +291,7 @@ class RuleSet:
             elif kind == EXACT:
                 if path == literal:
                     return verdict
-            elif literal in path and arg(path):
+            elif (literal in path if grams is None else grams.contains(literal)) and arg(path):
                 return verdict
         return ALLOWED
 
@@ -305,6 +307,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     best: tuple[int, bool, int] | None = None
     deciding: Rule | None = None
     tried: set[tuple[bool, str]] = set()
+    grams = _PathGrams(path) if len(path) * len(rules) > _HEAVY_WORK else None
     for rule in rules:
         rank: tuple[int, bool, int] | None
         if (rule.allow, rule.pattern) in tried:
@@ -321,9 +324,9 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
             elif not path.startswith(head.removesuffix("$") if star < 0 else head):
                 continue
             else:
-                rank = _rank(rule, path)
+                rank = _rank(rule, path, grams)
         else:
-            rank = _rank(rule, path)
+            rank = _rank(rule, path, grams)
         if rank is not None and (best is None or rank > best):
             best, deciding = rank, rule
     if deciding is None:
@@ -331,9 +334,53 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     return _new_verdict((deciding.allow, str(deciding), deciding.line))
 
 
-def _rank(rule: Rule, path: str) -> tuple[int, bool, int] | None:
+def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, int] | None:
     pattern = Pattern(rule.pattern)
+    if (
+        grams is not None
+        and pattern.kind in (CONTAINS, WILDCARD)
+        and not grams.contains(pattern.literal)
+    ):
+        return None  # the pattern's literal piece is nowhere in the path
     return (pattern.length, rule.allow, -rule.line) if pattern.matches(path) else None
+
+
+#: A check whose candidate rules times the path's length exceeds this tests the
+#: literal piece of each rule that can match anywhere against the path's short
+#: substrings (a set lookup) instead of searching the whole path for each: a
+#: hostile file of thousands of such rules, against a long URL.
+_HEAVY_WORK = 1_000_000
+#: Substrings up to this long are kept in sets; a longer literal is looked up by
+#: its first and last _GRAM characters before the path is searched for it.
+_GRAM = 8
+
+
+class _PathGrams:
+    """``contains(literal)`` answers ``literal in path``: once the path's substrings
+    of a length are in a set (one pass over the path per length, at most _GRAM
+    lengths), each answer is a set lookup."""
+
+    __slots__ = ("_by_length", "_path")
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._by_length: dict[int, set[str]] = {}
+
+    def _grams(self, length: int) -> set[str]:
+        grams = self._by_length.get(length)
+        if grams is None:
+            path = self._path
+            grams = {path[at : at + length] for at in range(len(path) - length + 1)}
+            self._by_length[length] = grams
+        return grams
+
+    def contains(self, literal: str) -> bool:
+        if len(literal) <= _GRAM:
+            return literal in self._grams(len(literal))
+        ends = self._grams(_GRAM)
+        if literal[:_GRAM] not in ends or literal[-_GRAM:] not in ends:
+            return False
+        return literal in self._path
 
 
 _AUTHORITY = re.compile(r"[^/?#]*")

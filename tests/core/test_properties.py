@@ -1,11 +1,13 @@
 """Property tests: the parser never raises; the fast matcher agrees with a reference."""
 
 import time
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots import _parser
 from scrapy_rfc9309.robots._pattern import Pattern
 
 
@@ -69,6 +71,15 @@ def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path)
     assert_decides_like_the_reference(rules, path)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
+def test_the_heavy_check_decides_like_the_reference(rules, path):
+    """With every check taken as heavy (see _parser._HEAVY_WORK), rules are first
+    looked up by their literal pieces among the path's substrings."""
+    with mock.patch.object(_parser, "_HEAVY_WORK", -1):
+        assert_decides_like_the_reference(rules, path)
+
+
 def assert_decides_like_the_reference(rules, path):
     """Both ways a file decides: the first check (one pass over the rules) and the
     later ones (the compiled rule index) give the same verdict, the reference's."""
@@ -93,3 +104,16 @@ def test_adversarial_wildcards_finish_fast():
     for length in (1_000, 10_000, 100_000):
         assert robots.allowed("/" + "a" * length, "bot")
     assert time.process_time() - start < 1.0
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="ab/", max_size=40), st.text(alphabet="ab/", max_size=20))
+def test_path_substrings_answer_like_in(path, literal):
+    assert _parser._PathGrams(path).contains(literal) is (literal in path)
+
+
+def test_a_long_literal_whose_ends_are_in_the_path_is_still_searched_for():
+    grams = _parser._PathGrams("/aaaaaaaaXbbbbbbbb")
+    assert not grams.contains("aaaaaaaabbbbbbbb")  # both 8-character ends occur
+    assert grams.contains("aaaaaaaaXbbbbbbbb")
+    assert grams.contains("") and not grams.contains("c")
