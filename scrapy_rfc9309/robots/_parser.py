@@ -300,7 +300,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     """What :meth:`RuleSet.decide` answers for *path*, found by trying every rule:
     the longest matching pattern, ``Allow`` on a tie, then the earliest line.
 
-    Most rules are rejected on their literal start alone, without compiling them.
+    Most rules are rejected on their literal pieces alone, without compiling them.
     """
     if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
         return ALLOWED  # /robots.txt is always allowed (§2.2.2)
@@ -321,7 +321,9 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
                 if not path.startswith(head):
                     continue
                 rank = (len(head), rule.allow, -rule.line)
-            elif not path.startswith(head.removesuffix("$") if star < 0 else head):
+            elif not path.startswith(head.removesuffix("$") if star < 0 else head) or (
+                star >= 0 and _a_piece_is_missing(raw[star + 1 :], path, grams)
+            ):
                 continue
             else:
                 rank = _rank(rule, path, grams)
@@ -332,6 +334,17 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     if deciding is None:
         return ALLOWED
     return _new_verdict((deciding.allow, str(deciding), deciding.line))
+
+
+def _a_piece_is_missing(rest: str, path: str, grams: _PathGrams | None) -> bool:
+    """True if a literal piece of *rest*, a pattern's text after its first ``*``, is
+    nowhere in *path*, so that the pattern cannot match; False when it may, or when
+    the pieces need canonicalizing first (then only the compiled pattern can tell)."""
+    body = rest.removesuffix("$")  # a final "$" is the anchor, not a piece
+    if not is_canonical(body):
+        return False
+    contains = path.__contains__ if grams is None else grams.contains
+    return not all(contains(piece) for piece in body.split("*") if piece)
 
 
 def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, int] | None:
