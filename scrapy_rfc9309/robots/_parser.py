@@ -261,8 +261,6 @@ class RuleSet:
 
     def decide(self, path: str) -> Verdict:
         """The verdict for a canonical path + query (it starts with ``/``)."""
-        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
-            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
         node = self._root
         at = 1
         while True:
@@ -302,8 +300,6 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
 
     Most rules are rejected on their literal pieces alone, without compiling them.
     """
-    if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
-        return ALLOWED  # /robots.txt is always allowed (§2.2.2)
     best: tuple[int, bool, int] | None = None
     deciding: Rule | None = None
     tried: set[tuple[bool, str]] = set()
@@ -575,8 +571,10 @@ class RobotsTxt:
 
     def rules(self, user_agent: str) -> list[Rule]:
         """The rules that apply to *user_agent*, in file order."""
-        groups = self._groups_for(product_token(user_agent))
-        return [rule for group in groups for rule in group.rules]
+        return self._rules_for(product_token(user_agent))
+
+    def _rules_for(self, token: str) -> list[Rule]:
+        return [rule for group in self._groups_for(token) for rule in group.rules]
 
     # -- checks ----------------------------------------------------------
 
@@ -588,6 +586,9 @@ class RobotsTxt:
         crawl checks one or a few URLs of most sites, and compiling costs several
         times what one pass over the rules does.
         """
+        path = path_of(url)
+        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
+            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
         ruleset = self._rulesets.get(user_agent)
         if ruleset is None:
             # Compiled once per product token: rotating User-Agent strings with one
@@ -595,14 +596,13 @@ class RobotsTxt:
             token = product_token(user_agent)
             ruleset = self._rulesets.get(token)
             if ruleset is None:
-                rules = [rule for group in self._groups_for(token) for rule in group.rules]
                 if token not in self._checked_once:
                     self._checked_once.add(token)
-                    return _first_check(rules, path_of(url))
-                ruleset = self._rulesets[token] = RuleSet(rules)
+                    return _first_check(self._rules_for(token), path)
+                ruleset = self._rulesets[token] = RuleSet(self._rules_for(token))
             if len(self._rulesets) < _MAX_SHORTCUTS:
                 self._rulesets[user_agent] = ruleset
-        return ruleset.decide(path_of(url))
+        return ruleset.decide(path)
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Shortcut for ``check(url, user_agent).allowed``."""
