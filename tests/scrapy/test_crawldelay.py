@@ -209,12 +209,14 @@ async def test_requests_waiting_for_a_crawl_delay_leave_the_other_hosts_their_co
     site, other_site
 ):
     """Without the throttle leaving its waiting requests out, the slow site's two
-    pages would hold both places until the first leaves, and the other site would
-    wait with them."""
+    pages would hold both places until the first leaves, 1.5 s after robots.txt, and
+    the other site would wait with them."""
     slow, fast = await crawl_slow_and_fast_in_arrival_order(site, other_site, 1.5, 2, 12)
     assert len(slow) == 2 and len(fast) == 12
     assert slow[1] - slow[0] >= 1.45
-    assert max(fast) < slow[0]  # all before the slow site's first page
+    # Most go while the slow site's first page waits its turn (holding the places,
+    # one at most would); a count, so that a loaded machine cannot fail it.
+    assert sum(start < slow[0] for start in fast) >= 6
 
 
 @pytest_twisted.ensureDeferred

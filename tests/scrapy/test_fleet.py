@@ -185,10 +185,9 @@ def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, flee
 def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other_site, fleet_redis):
     """A Crawl-delay host and a no-delay host crawled by the fleet at once, two places
     per process, the slow host's pages first in the fleet's queue: they wait for
-    their fleet-wide turns without holding the places, so every page of the fast
-    host is fetched before the slow host's second page, as it would be without the
-    slow host.  (Holding them, the three processes would take two slow pages each
-    and wait a second for each one's turn.)"""
+    their fleet-wide turns without holding the places, so the fast host's pages go
+    while they wait, as they would without the slow host.  (Holding them, the three
+    processes would take two slow pages each and wait a second for each one's turn.)"""
     site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 1\n")
     other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
@@ -207,4 +206,10 @@ def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other
     fast_starts = [hit.time for hit in other_site.hits if hit.path.startswith("/p/")]
     assert len(slow_starts) == 7 and len(fast_starts) == 30
     assert min(page_gaps(site)) >= 0.95
-    assert max(fast_starts) < slow_starts[1], (fast_starts, slow_starts)
+    # Most go before the slow host's second page, 1 s after its first (holding the
+    # places, none did); a count, so that a loaded machine cannot fail it.
+    assert sum(start < slow_starts[1] for start in fast_starts) >= 15, (fast_starts, slow_starts)
+    # Processes whose places are free while their requests wait ask the shared queue
+    # for work (without that, only the process that had none waiting took any).
+    takers = {h.user_agent for h in other_site.hits if h.path.startswith("/p/")}
+    assert len(takers) >= 2, takers
