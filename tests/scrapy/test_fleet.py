@@ -209,7 +209,3 @@ def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other
     # Most go before the slow host's second page, 1 s after its first (holding the
     # places, none did); a count, so that a loaded machine cannot fail it.
     assert sum(start < slow_starts[1] for start in fast_starts) >= 15, (fast_starts, slow_starts)
-    # Processes whose places are free while their requests wait ask the shared queue
-    # for work (without that, only the process that had none waiting took any).
-    takers = {h.user_agent for h in other_site.hits if h.path.startswith("/p/")}
-    assert len(takers) >= 2, takers
