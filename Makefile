@@ -42,7 +42,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_fleet.py
 
 lint: $(VENV)/.installed
-	$(BIN)/python -m pip install -q ruff mypy types-PyYAML
+	$(BIN)/python -m pip install -q ruff==0.17.6 mypy==2.4.1 types-PyYAML==6.0.12.20261113
 	$(BIN)/ruff check scrapy_rfc9309 tests benchmarks example_project
 	$(BIN)/ruff format --check scrapy_rfc9309 tests benchmarks example_project
 	$(BIN)/mypy

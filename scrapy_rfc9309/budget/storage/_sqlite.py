@@ -70,6 +70,7 @@ class SQLiteStorage(BudgetStorage):
         self._lock = threading.Lock()
         self._nowait: sqlite3.Connection | None = None
         self._nowait_writes = 0
+        self._checkpointing: asyncio.Future[None] | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = self._connection()
@@ -179,14 +180,22 @@ class SQLiteStorage(BudgetStorage):
         except _Busy:
             return await asyncio.to_thread(lambda: statement(self._connection(), *args))
         self._nowait_writes += 1
-        if self._nowait_writes % self.CHECKPOINT_EVERY == 0:
-            asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        if self._nowait_writes % self.CHECKPOINT_EVERY == 0 and (
+            self._checkpointing is None or self._checkpointing.done()
+        ):
+            self._checkpointing = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
         return result
 
     def _checkpoint(self) -> None:
         # A failed checkpoint is harmless: the WAL grows a little until the next one.
         with contextlib.suppress(sqlite3.Error):
             self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def close_async(self) -> None:
+        # Closing a connection while a checkpoint runs on it crashes the interpreter.
+        if self._checkpointing is not None:
+            await self._checkpointing
+        await super().close_async()
 
     def close(self) -> None:
         with self._lock:
