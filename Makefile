@@ -19,8 +19,10 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
+# PYTHONDONTWRITEBYTECODE is cleared so that the suite's many subprocess crawls reuse
+# the package's compiled bytecode instead of each compiling it again.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The suite against the lowest supported versions (.ci/min-versions.txt).
 $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
@@ -30,7 +32,7 @@ $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
 	touch $@
 
 test-min: $(MIN_VENV)/.installed
-	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
 bench: $(VENV)/.installed

@@ -119,7 +119,7 @@ def test_any_500_kib_body_parses_and_checks_in_well_under_a_second(line):
 # -- fuzzing (the long run: python -m tests.core.fuzz_long) ---------------------
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(BODIES, URLS, USER_AGENTS)
 def test_fuzz_parse_and_check_never_raise(body, url, user_agent):
     parse_and_check(body, url, user_agent)

@@ -29,7 +29,7 @@ patterns = st.text(alphabet="/ab*$", max_size=10).map(lambda s: "/" + s)
 paths = st.text(alphabet="/ab$", max_size=14).map(lambda s: "/" + s)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(patterns, paths)
 def test_fast_matcher_agrees_with_reference(pattern, path):
     assert Pattern(pattern).matches(path) is reference_match(pattern, path)
@@ -64,14 +64,14 @@ prefixes = st.text(alphabet="ab", max_size=6).map(lambda s: "/" + s)
 index_patterns = st.one_of(prefixes, prefixes, patterns)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), min_size=17, max_size=40), paths)
 def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path):
     """More rules than a leaf of the rule index holds (16): its inner nodes decide."""
     assert_decides_like_the_reference(rules, path)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
 def test_the_heavy_check_decides_like_the_reference(rules, path):
     """With every check taken as heavy (see _parser._HEAVY_WORK), rules are first
@@ -106,7 +106,7 @@ def test_adversarial_wildcards_finish_fast():
     assert time.process_time() - start < 1.0
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="ab/", max_size=40), st.text(alphabet="ab/", max_size=20))
 def test_path_substrings_answer_like_in(path, literal):
     assert _parser._PathGrams(path).contains(literal) is (literal in path)

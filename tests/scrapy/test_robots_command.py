@@ -1,9 +1,17 @@
-"""``scrapy robots``, run as a user runs it (a subprocess), against a local site."""
+"""``scrapy robots``, run as a user runs it (a subprocess), against a local site.
 
+What never fetches (``--file``, bad input) runs the command in the test process, the
+way ``scrapy.cmdline`` does; one subprocess test keeps the ``--file`` path honest on a
+real terminal."""
+
+import argparse
 import os
 import subprocess
 import sys
 
+from scrapy.settings import Settings
+
+from scrapy_rfc9309.commands.robots import Command
 from tests.server import closed_port
 
 ROBOTS = (
@@ -21,6 +29,19 @@ def robots(*args, cwd):
         cwd=cwd,
         timeout=60,
     )
+
+
+def robots_without_fetching(*args, capsys):
+    """(exit status, stdout) of ``scrapy robots ARGS``, in this process."""
+    command = Command()
+    command.settings = Settings()
+    command.settings.setdict(command.default_settings, priority="command")
+    parser = argparse.ArgumentParser()
+    command.add_options(parser)
+    opts, rest = parser.parse_known_args(list(args))
+    command.process_options(rest, opts)
+    command.run(rest, opts)
+    return command.exitcode, capsys.readouterr().out
 
 
 def test_disallowed_names_the_rule_line_group_delays_and_sitemaps(site, tmp_path):
@@ -49,22 +70,24 @@ def test_allowed_by_a_rule_and_by_no_rule(site, tmp_path):
     assert "ALLOWED (no rule matched)" in other_bot.stdout
 
 
-def test_a_robots_txt_file_is_read_instead_of_fetched(tmp_path):
+def test_a_robots_txt_file_is_read_instead_of_fetched(tmp_path, capsys):
     path = tmp_path / "robots.txt"
     path.write_bytes(b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /a\r\n")
-    result = robots("https://example.com/a/b", "--file", str(path), cwd=tmp_path)
-    assert result.returncode == 1
-    assert "DISALLOWED by 'Disallow: /a' (line 2)" in result.stdout
-    assert "group:        User-agent: * (line 1)" in result.stdout
+    status, out = robots_without_fetching(
+        "https://example.com/a/b", "--file", str(path), capsys=capsys
+    )
+    assert status == 1
+    assert "DISALLOWED by 'Disallow: /a' (line 2)" in out
+    assert "group:        User-agent: * (line 1)" in out
 
 
-def test_a_group_of_several_user_agent_lines_shows_its_first_as_written(tmp_path):
+def test_a_group_of_several_user_agent_lines_shows_its_first_as_written(tmp_path, capsys):
     path = tmp_path / "robots.txt"
     path.write_bytes(b"user-AGENT:  OtherBot  \nUser-agent: DemoBot/2.0\nDisallow: /a\n")
-    result = robots(
-        "https://example.com/a", "--file", str(path), "--user-agent", "DemoBot", cwd=tmp_path
+    _, out = robots_without_fetching(
+        "https://example.com/a", "--file", str(path), "--user-agent", "DemoBot", capsys=capsys
     )
-    assert "group:        user-AGENT:  OtherBot + 1 more user-agent(s) (line 1)" in result.stdout
+    assert "group:        user-AGENT:  OtherBot + 1 more user-agent(s) (line 1)" in out
 
 
 def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):
@@ -94,16 +117,22 @@ def test_redirects_are_followed_to_the_file(site, other_site, tmp_path):
     )
 
 
-def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_error(tmp_path):
-    assert robots("example.com/a", cwd=tmp_path).returncode == 2
-    missing = robots("https://example.com/a", "--file", str(tmp_path / "nope"), cwd=tmp_path)
-    assert missing.returncode == 2
-    assert "error: cannot read" in missing.stdout
+def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_error(tmp_path, capsys):
+    status, out = robots_without_fetching("example.com/a", capsys=capsys)
+    assert status == 2
+    assert "error: not an http(s) URL: 'example.com/a'" in out
+    status, out = robots_without_fetching(
+        "https://example.com/a", "--file", str(tmp_path / "nope"), capsys=capsys
+    )
+    assert status == 2
+    assert "error: cannot read" in out
     garbage = tmp_path / "garbage.txt"
     garbage.write_bytes(b"\x00\xff<html>not robots</html>\nDisallow /x\n")
-    result = robots("https://example.com/x", "--file", str(garbage), cwd=tmp_path)
-    assert result.returncode == 0  # rules before any user-agent line are ignored
-    assert "none applies" in result.stdout
+    status, out = robots_without_fetching(
+        "https://example.com/x", "--file", str(garbage), capsys=capsys
+    )
+    assert status == 0  # rules before any user-agent line are ignored
+    assert "none applies" in out
 
 
 def test_rule_text_that_is_not_utf8_prints_escaped_on_a_strict_utf8_terminal(tmp_path):

@@ -1,23 +1,28 @@
 """What a new user gets wrong is said at start-up, as `scrapy crawl` prints it."""
 
+import argparse
+import contextlib
+import io
 import shutil
 import subprocess
 import sys
 
 import pytest
+from scrapy.commands.startproject import Command as StartProject
+from scrapy.settings import Settings
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A project as `scrapy startproject` makes it (made once for the module)."""
-    where = tmp_path_factory.mktemp("template")
-    subprocess.run(
-        [sys.executable, "-m", "scrapy", "startproject", "demo"],
-        cwd=where,
-        check=True,
-        capture_output=True,
-    )
-    return where / "demo"
+    """A project as `scrapy startproject demo` makes it (its command run in this
+    process, once for the module)."""
+    project = tmp_path_factory.mktemp("template") / "demo"
+    command = StartProject()
+    command.settings = Settings()
+    with contextlib.redirect_stdout(io.StringIO()):
+        command.run(["demo", str(project)], argparse.Namespace())
+    assert (project / "scrapy.cfg").exists()
+    return project
 
 
 @pytest.fixture
