@@ -17,8 +17,7 @@ from scrapy_rfc9309.budget.storage import (
     SQLiteStorage,
     StorageError,
 )
-
-DAY = "2026-11-22"
+from tests.budget.process_worker import DAY, reserve_from_8_threads
 
 
 def on_loop(coroutine):
@@ -105,23 +104,6 @@ def test_threads_never_overshoot(storage):
     assert storage.usage(DAY) == {"a.com": (100, 100)}
 
 
-def _process_worker(kind, where, prefix):
-    store = SQLiteStorage(where) if kind == "sqlite" else RedisStorage(where, prefix=prefix)
-    granted = []
-
-    def worker():
-        for _ in range(25):
-            granted.append(store.reserve("a.com", DAY, 100, 0) is Reservation.GRANTED)
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    store.close()
-    return sum(granted)
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_8_processes_x_8_threads_against_a_limit_of_100_grant_exactly_100(kind, tmp_path, request):
     if kind == "sqlite":
@@ -130,7 +112,7 @@ def test_8_processes_x_8_threads_against_a_limit_of_100_grant_exactly_100(kind, 
     else:
         where, prefix = request.getfixturevalue("redis_server").url, f"mp-{uuid.uuid4().hex}"
     with multiprocessing.get_context("spawn").Pool(8) as pool:
-        granted = pool.starmap(_process_worker, [(kind, where, prefix)] * 8)
+        granted = pool.starmap(reserve_from_8_threads, [(kind, where, prefix)] * 8)
     assert sum(granted) == 100  # 1,600 attempts
     store = SQLiteStorage(where) if kind == "sqlite" else RedisStorage(where, prefix=prefix)
     assert store.usage(DAY) == {"a.com": (100, 100)}
