@@ -1,9 +1,9 @@
 """Split a robots.txt body into records (RFC 9309 §2.2).
 
 The lexer knows nothing about groups or matching: it turns bytes into a stream
-of :class:`Record` events (line number, directive, value).  The builder in
-:mod:`._parser` consumes that stream (and counts the lines understood only
-thanks to lenient parsing).
+of :class:`Record` events (line number, directive, value), which
+``RobotsTxt.from_records`` builds a model from.  ``RobotsTxt.parse`` splits lines
+into records the same way, inline, for speed (a property test holds the two equal).
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ TYPO_KEYS: dict[str, str] = {
     "requestrate": REQUEST_RATE,
 }
 
-_LENIENT_KEYS = {**STANDARD_KEYS, **TYPO_KEYS}
+LENIENT_KEYS = {**STANDARD_KEYS, **TYPO_KEYS}
 _UTF8_BOM = b"\xef\xbb\xbf"
-_WS = " \t\v\f"
+#: What RFC 9309 §2.2 strips around keys and values (``WHITESPACE``, no Unicode).
+WHITESPACE = " \t\v\f"
 
 
 class Record(NamedTuple):
@@ -120,14 +121,14 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
 
     The caller truncates (see :func:`truncate`); this function reads all it is given.
     """
-    keys = _LENIENT_KEYS if lenient else STANDARD_KEYS
+    keys = LENIENT_KEYS if lenient else STANDARD_KEYS
     for number, line in enumerate(split_lines(decode(body)), 1):
         hash_at = line.find("#")
         if hash_at >= 0:
             line = line[:hash_at]
         key, colon, value = line.partition(":")
         if not colon:
-            line = line.strip(_WS)
+            line = line.strip(WHITESPACE)
             if not line or not lenient:
                 continue
             # LENIENT (not RFC 9309): Google accepts whitespace instead of the
@@ -136,9 +137,9 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
             if len(words) != 2:
                 continue
             key, value = words
-        key = key.strip(_WS).lower()
+        key = key.strip(WHITESPACE).lower()
         if not key:
             continue
         directive = keys.get(key, UNKNOWN)
-        typo = directive is not UNKNOWN and key in TYPO_KEYS
-        yield _new_record((number, directive, key, value.strip(_WS), not colon or typo))
+        lenient_only = directive is not UNKNOWN and (not colon or key in TYPO_KEYS)
+        yield _new_record((number, directive, key, value.strip(WHITESPACE), lenient_only))

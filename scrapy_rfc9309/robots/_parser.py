@@ -14,6 +14,7 @@ from ._lexer import Record
 from ._pattern import (
     CONTAINS,
     EXACT,
+    LITERAL_CHARS,
     PREFIX,
     SUFFIX,
     WILDCARD,
@@ -304,12 +305,16 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     deciding: Rule | None = None
     tried: set[tuple[bool, str]] = set()
     grams = _PathGrams(path) if len(path) * len(rules) > _HEAVY_WORK else None
+    second = path[1:2]
     for rule in rules:
         rank: tuple[int, bool, int] | None
-        if (rule.allow, rule.pattern) in tried:
-            continue  # the same line again: only its first copy can decide
-        tried.add((rule.allow, rule.pattern))
         raw = rule.pattern
+        char = raw[1:2]
+        if char != second and char in LITERAL_CHARS and raw[:1] == "/":
+            continue  # "/" and a literal that stay as they are: not how the path starts
+        if (rule.allow, raw) in tried:
+            continue  # the same line again: only its first copy can decide
+        tried.add((rule.allow, raw))
         star = raw.find("*")
         head = raw if star < 0 else raw[:star]
         if is_canonical(head):  # then it is the canonical pattern's literal start
@@ -400,6 +405,134 @@ _CANONICAL_URL = re.compile(
 )
 
 
+class _Builder:
+    """Groups, sitemaps and ignored values from the records of a file, in file order."""
+
+    __slots__ = ("agents", "current", "groups", "ignored", "in_rules", "sitemaps")
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.sitemaps: dict[str, None] = {}  # an ordered set
+        self.ignored: list[tuple[int, str]] = []
+        self.current: Group | None = None
+        self.agents: set[str] = set()  # the current group's
+        #: An Allow/Disallow line was seen: a user-agent line starts a group (§2.1).
+        self.in_rules = False
+
+    def rule(self, allow: bool, value: str, line: int) -> None:
+        if self.current is None:
+            return  # before the first user-agent line: no group (§2.2.2)
+        self.in_rules = True
+        if value:  # an empty pattern is no rule
+            self.current.rules.append(_new_rule((allow, value, line)))
+
+    def user_agent(self, line: int, value: str) -> None:
+        if self.current is None or self.in_rules:
+            self.current, self.agents, self.in_rules = Group([], line), set(), False
+            self.groups.append(self.current)
+        agent = STAR if _is_star(value) else product_token(value)
+        if agent and agent not in self.agents:
+            self.agents.add(agent)
+            self.current.agents.append(agent)
+
+    def other(self, directive: str, line: int, value: str) -> None:
+        """A record that is neither a rule nor a user-agent line."""
+        if directive == lexer.SITEMAP:
+            if value:
+                self.sitemaps[value] = None
+        elif self.current is None:
+            return
+        elif directive == lexer.CRAWL_DELAY:
+            delay = parse_crawl_delay(value)
+            if delay is not None:
+                self.current.crawl_delays.append(delay)
+            elif len(self.ignored) < MAX_IGNORED:
+                self.ignored.append((line, f"Crawl-delay: {_shorten(value)}"))
+        elif directive == lexer.REQUEST_RATE:
+            rate = parse_request_rate(value)
+            if rate is not None:
+                self.current.request_rates.append(rate)
+            elif len(self.ignored) < MAX_IGNORED:
+                self.ignored.append((line, f"Request-rate: {_shorten(value)}"))
+
+    def build(self, truncated: bool, lenient_lines: int) -> RobotsTxt:
+        return RobotsTxt(
+            self.groups,
+            list(self.sitemaps),
+            truncated=truncated,
+            lenient_lines=lenient_lines,
+            ignored=self.ignored,
+        )
+
+
+def _allows(keys: dict[str, str]) -> dict[str, bool]:
+    """For each key of an Allow or Disallow record: whether it allows."""
+    rules = (lexer.ALLOW, lexer.DISALLOW)
+    return {key: directive == lexer.ALLOW for key, directive in keys.items() if directive in rules}
+
+
+_LENIENT_ALLOWS, _STANDARD_ALLOWS = _allows(lexer.LENIENT_KEYS), _allows(lexer.STANDARD_KEYS)
+
+
+#: The usual spellings of the standard keys ("Disallow", "User-Agent"), found without
+#: stripping and lower-casing the key.
+_AS_WRITTEN = {
+    spelling: directive
+    for key, directive in lexer.STANDARD_KEYS.items()
+    for spelling in (key, key.capitalize(), key.title(), key.upper())
+}
+
+
+def _parse_lines(lines: list[str], lenient: bool, truncated: bool = False) -> RobotsTxt:
+    """``RobotsTxt.from_records(lexer.records(...))`` of a file's lines, lexed here
+    line by line as :func:`.lexer.records` does, rules added inline: a record object
+    and a generator step per line were half of a parse's time.  A property test
+    holds the two ways equal."""
+    keys = lexer.LENIENT_KEYS if lenient else lexer.STANDARD_KEYS
+    typos, ws, as_written = lexer.TYPO_KEYS, lexer.WHITESPACE, _AS_WRITTEN
+    allow, rule_directives, user_agent = (
+        lexer.ALLOW,
+        (lexer.DISALLOW, lexer.ALLOW),
+        lexer.USER_AGENT,
+    )
+    builder = _Builder()
+    lenient_lines = 0
+    for number, line in enumerate(lines, 1):
+        hash_at = line.find("#")
+        if hash_at >= 0:
+            line = line[:hash_at]
+        key, colon, value = line.partition(":")
+        if not colon:
+            if not lenient:
+                continue
+            words = line.split()  # LENIENT: "Disallow /x" (see lexer.records)
+            if len(words) != 2:
+                continue
+            key, value = words
+        directive = as_written.get(key)
+        if directive is None:
+            key = key.strip(ws).lower()
+            directive = keys.get(key)
+            if directive is None:
+                continue  # unknown records change nothing
+            if not colon or key in typos:
+                lenient_lines += 1
+        elif not colon:
+            lenient_lines += 1
+        if directive in rule_directives:
+            current = builder.current
+            if current is not None:  # else before any user-agent line: no group
+                builder.in_rules = True
+                value = value.strip(ws)
+                if value:
+                    current.rules.append(_new_rule((directive == allow, value, number)))
+        elif directive == user_agent:
+            builder.user_agent(number, value.strip(ws))
+        else:
+            builder.other(directive, number, value.strip(ws))
+    return builder.build(truncated, lenient_lines)
+
+
 def path_of(url: str) -> str:
     """The canonical path + query of an absolute URL or of a path.
 
@@ -475,10 +608,10 @@ class RobotsTxt:
         """
         if isinstance(body, str) and len(body) * 4 <= max_bytes:
             # At most 4 octets a character: a text this short is never cut.
-            return cls.from_records(lexer.records(body, lenient=lenient))
+            return _parse_lines(lexer.split_lines(lexer.decode(body)), lenient)
         raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
         raw, truncated = lexer.truncate(raw, max_bytes)
-        return cls.from_records(lexer.records(raw, lenient=lenient), truncated=truncated)
+        return _parse_lines(lexer.split_lines(lexer.decode(raw)), lenient, truncated)
 
     @classmethod
     def from_records(cls, records: Iterable[Record], *, truncated: bool = False) -> RobotsTxt:
@@ -486,53 +619,17 @@ class RobotsTxt:
 
         Linear in the number of records, whatever they repeat.
         """
-        groups: list[Group] = []
-        sitemaps: dict[str, None] = {}  # an ordered set
-        ignored: list[tuple[int, str]] = []
-        current: Group | None = None
-        current_agents: set[str] = set()
-        in_rules = False  # an Allow/Disallow line was seen: a user-agent line starts a group
+        builder = _Builder()
         lenient_lines = 0
         for line, directive, _key, value, lenient in records:
             lenient_lines += lenient
             if directive == lexer.DISALLOW or directive == lexer.ALLOW:
-                if current is None:
-                    continue  # before the first user-agent line: no group (§2.2.2)
-                in_rules = True
-                if value:  # an empty pattern is no rule
-                    current.rules.append(_new_rule((directive == lexer.ALLOW, value, line)))
+                builder.rule(directive == lexer.ALLOW, value, line)
             elif directive == lexer.USER_AGENT:
-                if current is None or in_rules:
-                    current, current_agents, in_rules = Group([], line), set(), False
-                    groups.append(current)
-                agent = STAR if _is_star(value) else product_token(value)
-                if agent and agent not in current_agents:
-                    current_agents.add(agent)
-                    current.agents.append(agent)
-            elif directive == lexer.SITEMAP:
-                if value:
-                    sitemaps[value] = None
-            elif current is None:
-                continue
-            elif directive == lexer.CRAWL_DELAY:
-                delay = parse_crawl_delay(value)
-                if delay is not None:
-                    current.crawl_delays.append(delay)
-                elif len(ignored) < MAX_IGNORED:
-                    ignored.append((line, f"Crawl-delay: {_shorten(value)}"))
-            elif directive == lexer.REQUEST_RATE:
-                rate = parse_request_rate(value)
-                if rate is not None:
-                    current.request_rates.append(rate)
-                elif len(ignored) < MAX_IGNORED:
-                    ignored.append((line, f"Request-rate: {_shorten(value)}"))
-        return cls(
-            groups,
-            list(sitemaps),
-            truncated=truncated,
-            lenient_lines=lenient_lines,
-            ignored=ignored,
-        )
+                builder.user_agent(line, value)
+            else:
+                builder.other(directive, line, value)
+        return builder.build(truncated, lenient_lines)
 
     def memory_estimate(self) -> int:
         """An upper estimate of the bytes this object holds once a crawler has

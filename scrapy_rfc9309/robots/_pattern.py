@@ -30,6 +30,11 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _DECODED_SPECIALS = {"2A": "*", "24": "$"}
 _URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;="
 
+#: Characters that canonical form keeps as they are and that are no wildcard or anchor.
+LITERAL_CHARS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?[]@!&'()+,;="
+)
+
 #: Anything that is not already canonical: a "%" or a character that is not a
 #: URI character.  Most real paths and patterns have none, and skip all work.
 _NEEDS_WORK = re.compile(rf"[^{_URI_CHARS}]")

@@ -1,12 +1,15 @@
-"""Property tests: the parser never raises; the fast matcher agrees with a reference."""
+"""Property tests: the parser never raises; the fast matcher and the inline lexer agree
+with their references."""
 
 import time
+from pathlib import Path
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots import _lexer as lexer
 from scrapy_rfc9309.robots import _parser
 from scrapy_rfc9309.robots._pattern import Pattern
 
@@ -117,3 +120,64 @@ def test_a_long_literal_whose_ends_are_in_the_path_is_still_searched_for():
     assert not grams.contains("aaaaaaaabbbbbbbb")  # both 8-character ends occur
     assert grams.contains("aaaaaaaaXbbbbbbbb")
     assert grams.contains("") and not grams.contains("c")
+
+
+# -- parse: the inline lexer of RobotsTxt.parse against lexer.records ----------
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots-corpus" / "files"
+
+line_keys = st.sampled_from(
+    [
+        "User-agent",
+        "user-AGENT ",
+        "useragent",
+        "Allow",
+        "Disallow",
+        "dissalow",
+        "Sitemap",
+        "Crawl-delay",
+        "crawl delay",
+        "Request-rate",
+        "Noindex",
+        "",
+        " ",
+    ]
+)
+line_values = st.sampled_from(["*", "bot", "Bot/2", "/", "/a", "/a*b$", "", "5", "x", "1/5"])
+separators = st.sampled_from([":", ": ", " ", "\t:", "  ", " \t", ":#", " # x "])
+lines = st.builds(lambda k, s, v: k + s + v, line_keys, separators, line_values)
+files = st.lists(st.one_of(lines, lines, st.text(max_size=12)), max_size=30).map("\n".join)
+
+
+def model(robots: RobotsTxt) -> tuple:
+    return (
+        robots.groups,
+        robots.sitemaps,
+        robots.lenient_lines,
+        robots.ignored,
+        robots.truncated,
+    )
+
+
+def parsed_from_records(body, lenient):
+    raw, truncated = lexer.truncate(
+        body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    )
+    return RobotsTxt.from_records(lexer.records(raw, lenient=lenient), truncated=truncated)
+
+
+@settings(max_examples=400, deadline=None)
+@given(files, st.booleans())
+def test_parse_builds_what_the_record_stream_builds(body, lenient):
+    assert model(RobotsTxt.parse(body, lenient=lenient)) == model(
+        parsed_from_records(body, lenient)
+    )
+
+
+def test_parse_builds_what_the_record_stream_builds_for_every_real_file():
+    for path in sorted(CORPUS.glob("*.txt")):
+        body = path.read_bytes()
+        for lenient in (True, False):
+            assert model(RobotsTxt.parse(body, lenient=lenient)) == model(
+                parsed_from_records(body, lenient)
+            ), path.name
