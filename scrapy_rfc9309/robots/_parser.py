@@ -303,49 +303,40 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     """
     best: tuple[int, bool, int] | None = None
     deciding: Rule | None = None
-    tried: set[tuple[bool, str]] = set()
+    compiled: set[tuple[bool, str]] = set()
     grams = _PathGrams(path) if len(path) * len(rules) > _HEAVY_WORK else None
+    contains = path.__contains__ if grams is None else grams.contains
     second = path[1:2]
     for rule in rules:
-        rank: tuple[int, bool, int] | None
         raw = rule.pattern
         char = raw[1:2]
         if char != second and char in LITERAL_CHARS and raw[:1] == "/":
             continue  # "/" and a literal that stay as they are: not how the path starts
-        if (rule.allow, raw) in tried:
-            continue  # the same line again: only its first copy can decide
-        tried.add((rule.allow, raw))
-        star = raw.find("*")
-        head = raw if star < 0 else raw[:star]
-        if is_canonical(head):  # then it is the canonical pattern's literal start
-            if star < 0 and not head.endswith("$"):  # a plain prefix
-                if not path.startswith(head):
+        rank: tuple[int, bool, int] | None
+        if is_canonical(raw):  # its literal pieces are as written
+            star = raw.find("*")
+            if star < 0 and not raw.endswith("$"):  # a plain prefix
+                if not path.startswith(raw):
                     continue
-                rank = (len(head), rule.allow, -rule.line)
-            elif not path.startswith(head.removesuffix("$") if star < 0 else head) or (
-                star >= 0 and _a_piece_is_missing(raw[star + 1 :], path, grams)
-            ):
+                rank = (len(raw), rule.allow, -rule.line)
+                if best is None or rank > best:
+                    best, deciding = rank, rule
+                continue  # a later copy of this rule ranks lower: never compiled
+            if not path.startswith(raw[:star] if star >= 0 else raw[:-1]):
                 continue
-            else:
-                rank = _rank(rule, path, grams)
-        else:
-            rank = _rank(rule, path, grams)
+            if star >= 0:
+                pieces = raw[star + 1 :].removesuffix("$").split("*")
+                if not all(contains(piece) for piece in pieces if piece):
+                    continue  # a literal piece is nowhere in the path
+        if (rule.allow, raw) in compiled:
+            continue  # the same line again: only its first copy can decide
+        compiled.add((rule.allow, raw))
+        rank = _rank(rule, path, grams)
         if rank is not None and (best is None or rank > best):
             best, deciding = rank, rule
     if deciding is None:
         return ALLOWED
     return _new_verdict((deciding.allow, str(deciding), deciding.line))
-
-
-def _a_piece_is_missing(rest: str, path: str, grams: _PathGrams | None) -> bool:
-    """True if a literal piece of *rest*, a pattern's text after its first ``*``, is
-    nowhere in *path*, so that the pattern cannot match; False when it may, or when
-    the pieces need canonicalizing first (then only the compiled pattern can tell)."""
-    body = rest.removesuffix("$")  # a final "$" is the anchor, not a piece
-    if not is_canonical(body):
-        return False
-    contains = path.__contains__ if grams is None else grams.contains
-    return not all(contains(piece) for piece in body.split("*") if piece)
 
 
 def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, int] | None:

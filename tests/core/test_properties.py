@@ -83,6 +83,24 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
         assert_decides_like_the_reference(rules, path)
 
 
+# Escapes, non-ASCII and patterns without a leading "/": what canonical form changes.
+raw_patterns = st.text(alphabet="/ab*$%2Fe\u00e9~", max_size=8).map(lambda s: "/" + s) | st.text(
+    alphabet="/ab*$%", max_size=6
+)
+raw_paths = st.text(alphabet="/ab$%2Fe\u00e9~", max_size=10).map(lambda s: "/" + s)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
+def test_the_first_check_decides_like_the_rule_index_on_patterns_to_canonicalize(rules, path):
+    body = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
+    )
+    robots = RobotsTxt.parse(body)
+    first = robots.check("https://example.com" + path, "bot")
+    assert robots.check("https://example.com" + path, "bot") == first  # compiled
+
+
 def assert_decides_like_the_reference(rules, path):
     """Both ways a file decides: the first check (one pass over the rules) and the
     later ones (the compiled rule index) give the same verdict, the reference's."""
