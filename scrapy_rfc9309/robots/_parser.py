@@ -357,7 +357,7 @@ def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, i
 _HEAVY_WORK = 1_000_000
 #: Substrings up to this long are kept in sets; a longer literal is looked up by
 #: its first and last _GRAM characters before the path is searched for it.
-_GRAM = 8
+_GRAM = 4
 
 
 class _PathGrams:

@@ -109,6 +109,8 @@ WILDCARD = 4  # anything else: literal in path and matcher(path)
 class Pattern:
     """A compiled ``Allow``/``Disallow`` path pattern.
 
+    ``text`` is the pattern in canonical form, a literal ``*`` or ``$`` written
+    ``%2A`` or ``%24``: two patterns match the same paths when their texts are equal.
     ``length`` is the pattern's length in octets in canonical form: the measure
     of specificity for the longest-match rule (RFC 9309 §2.2.2).
     ``head`` is the literal text every matching path starts with.
@@ -139,8 +141,10 @@ class Pattern:
         anchored = raw.endswith("$")
         body = raw[:-1] if anchored else raw
         pieces = [canonical(piece) for piece in body.split("*")]
-        self.text = "*".join(pieces) + ("$" if anchored else "")
-        self.length = len(self.text)
+        end = "$" if anchored else ""
+        self.length = len("*".join(pieces) + end)
+        # A decoded "%2A" or "%24" is a literal "*" or "$", not a wildcard or anchor.
+        self.text = "*".join(p.replace("*", "%2A").replace("$", "%24") for p in pieces) + end
         first, *rest = pieces
         self.head = first
         self.start = len(first)

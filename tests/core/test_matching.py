@@ -137,6 +137,20 @@ def test_rfc_2_2_3_percent_encoded_star_and_dollar_match_literal_characters():
     assert not r.allowed("https://www.example.com/path/foo-$/more", BOT)
 
 
+@pytest.mark.parametrize(
+    ("literal", "special", "path"),
+    [("/%2a", "/*", "/"), ("/a%24", "/a$", "/a")],
+)
+def test_rfc_2_2_3_an_encoded_star_or_dollar_is_not_taken_for_the_wildcard_or_anchor(
+    literal, special, path
+):
+    # Both rules are as long once canonical; the literal one is first and never
+    # matches here: the wildcard or anchor one decides, on every check.
+    r = robots(f"Disallow: {literal}", f"Disallow: {special}")
+    for _ in range(3):  # the first check, then the compiled rules
+        assert r.check(path, BOT) == (False, f"Disallow: {special}", 3)
+
+
 # -- §2.2.2 percent-encoding ---------------------------------------------------
 
 
