@@ -181,10 +181,12 @@ def bench_parse(files: dict[str, str], repeat: int) -> list[str]:
 
 
 def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int) -> list[str]:
+    """Checks against a parsed file: every host's real URLs, for two crawlers."""
+    per_host: dict[str, list[float]] = {}  # seconds per check, host by host
     rates: dict[str, float] = {}
+    count = sum(map(len, urls.values())) * len(USER_AGENTS)
     for name in (*PARSERS, "google"):
-        elapsed = 0.0
-        count = 0
+        per_host[name] = []
         for host, host_urls in urls.items():
             text = files[host]
             parsed = PARSERS[name](text) if name in PARSERS else None
@@ -199,13 +201,25 @@ def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int)
                     for url in host_urls:
                         check(url, ua)
 
-            elapsed += best_of(repeat, run)
-            count += len(host_urls) * len(USER_AGENTS)
+            elapsed = best_of(repeat, run)
+            per_host[name].append(elapsed / (len(host_urls) * len(USER_AGENTS)))
+        elapsed = sum(
+            t * len(host_urls) * len(USER_AGENTS)
+            for t, host_urls in zip(per_host[name], urls.values(), strict=True)
+        )
         rates[name] = count / elapsed
+    ours = per_host["scrapy_rfc9309"]
+    ratios = {peer: [a / b for a, b in zip(ours, per_host[peer], strict=True)] for peer in PEERS}
     return [
         row(f"checks/s, pre-parsed ({count} checks)", rates, "{:,.0f}"),
         row("time per check (us)", {k: 1e6 / v for k, v in rates.items()}, "{:.2f}"),
+        row(
+            "time per check, median file (us)",
+            {k: statistics.median(v) * 1e6 for k, v in per_host.items()},
+            "{:.2f}",
+        ),
         ratio_line("check throughput", rates, higher_is_better=True),
+        ratio_line_of("check", ratios),
     ]
 
 

@@ -392,7 +392,7 @@ _AUTHORITY = re.compile(r"[^/?#]*")
 #: An absolute URL (or a path) whose path + query is already canonical, with no
 #: fragment: the common case, split off in one step.
 _CANONICAL_URL = re.compile(
-    r"(?:[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)"
+    r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)"
 )
 
 
