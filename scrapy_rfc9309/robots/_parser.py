@@ -307,11 +307,15 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     grams = _PathGrams(path) if len(path) * len(rules) > _HEAVY_WORK else None
     contains = path.__contains__ if grams is None else grams.contains
     second = path[1:2]
+    previous: Rule | None = None
     for rule in rules:
         raw = rule.pattern
         char = raw[1:2]
         if char != second and char in LITERAL_CHARS and raw[:1] == "/":
             continue  # "/" and a literal that stay as they are: not how the path starts
+        if previous is not None and raw == previous.pattern and rule.allow is previous.allow:
+            continue  # the line before, repeated: cheaper to skip than to try again
+        previous = rule
         rank: tuple[int, bool, int] | None
         if is_canonical(raw):  # its literal pieces are as written
             star = raw.find("*")
