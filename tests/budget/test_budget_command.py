@@ -14,12 +14,6 @@ def scrapy(*args, cwd):
     )
 
 
-def test_scrapy_cli_loads_every_command_of_the_package(tmp_path):
-    result = scrapy("-h", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "budget" in result.stdout
-
-
 def test_budget_shows_usage_and_resets_a_domain(tmp_path):
     db = tmp_path / "budget.sqlite"
     store = SQLiteStorage(db)
