@@ -395,9 +395,7 @@ class _PathGrams:
 _AUTHORITY = re.compile(r"[^/?#]*")
 #: An absolute URL (or a path) whose path + query is already canonical, with no
 #: fragment: the common case, split off in one step.
-_CANONICAL_URL = re.compile(
-    r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)"
-)
+_CANONICAL_URL = re.compile(r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)")
 
 
 class _Builder:
@@ -458,15 +456,6 @@ class _Builder:
             lenient_lines=lenient_lines,
             ignored=self.ignored,
         )
-
-
-def _allows(keys: dict[str, str]) -> dict[str, bool]:
-    """For each key of an Allow or Disallow record: whether it allows."""
-    rules = (lexer.ALLOW, lexer.DISALLOW)
-    return {key: directive == lexer.ALLOW for key, directive in keys.items() if directive in rules}
-
-
-_LENIENT_ALLOWS, _STANDARD_ALLOWS = _allows(lexer.LENIENT_KEYS), _allows(lexer.STANDARD_KEYS)
 
 
 #: The usual spellings of the standard keys ("Disallow", "User-Agent"), found without
