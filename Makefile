@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 
 MIN_VENV ?= .venv-min
 
+# Cleared (an environment may set it) for pip and for the suite, so that installed
+# packages are compiled once and the suite's many subprocess crawls reuse the bytecode.
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: demo test test-min bench lint clean
 
 $(BIN)/python:
@@ -19,10 +23,8 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
-# PYTHONDONTWRITEBYTECODE is cleared so that the suite's many subprocess crawls reuse
-# the package's compiled bytecode instead of each compiling it again.
 test: $(VENV)/.installed
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The suite against the lowest supported versions (.ci/min-versions.txt).
 $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
@@ -32,7 +34,7 @@ $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
 	touch $@
 
 test-min: $(MIN_VENV)/.installed
-	PYTHONDONTWRITEBYTECODE= $(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
 bench: $(VENV)/.installed
