@@ -366,8 +366,10 @@ _GRAM = 4
 
 class _PathGrams:
     """``contains(literal)`` answers ``literal in path``: once the path's substrings
-    of a length are in a set (one pass over the path per length, at most _GRAM
-    lengths), each answer is a set lookup."""
+    of a length are in a set, each answer is a set lookup.  One pass over the path
+    makes the set of length _GRAM; a shorter length's set is made from it (the
+    prefixes of its members, plus the path's last few characters), so a long path
+    made of few distinct pieces costs one pass, not one per length."""
 
     __slots__ = ("_by_length", "_path")
 
@@ -379,7 +381,13 @@ class _PathGrams:
         grams = self._by_length.get(length)
         if grams is None:
             path = self._path
-            grams = {path[at : at + length] for at in range(len(path) - length + 1)}
+            if length < _GRAM <= len(path):
+                grams = {gram[:length] for gram in self._grams(_GRAM)}
+                # Starts too close to the end for a _GRAM-long substring.
+                last = range(len(path) - _GRAM + 1, len(path) - length + 1)
+                grams.update(path[at : at + length] for at in last)
+            else:
+                grams = {path[at : at + length] for at in range(len(path) - length + 1)}
             self._by_length[length] = grams
         return grams
 
