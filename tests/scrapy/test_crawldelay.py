@@ -2,10 +2,13 @@
 are measured in the server's own request log.  Each test sends a handful of requests."""
 
 import itertools
+import time
 
 import pytest
 import pytest_twisted
+import scrapy
 from scrapy import signals
+from scrapy.core.scheduler import Scheduler
 
 from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
 
@@ -226,3 +229,51 @@ async def test_with_crawldelay_max_waiting_0_waiting_requests_hold_their_places(
         site, other_site, 1, 2, 4, CRAWLDELAY_MAX_WAITING=0
     )
     assert max(fast) > slow[0]
+
+
+class SharedQueueScheduler(Scheduler):
+    """Scrapy's scheduler plus one request that turns up on its own LATE_AFTER seconds
+    after the crawl opens, without the engine being told: what a queue shared with
+    other processes (scrapy-redis) does."""
+
+    LATE_AFTER = 1.0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        scheduler = super().from_crawler(crawler)
+        scheduler.late = [crawler.settings["TEST_LATE_URL"]]
+        return scheduler
+
+    def open(self, spider):
+        self.ready_at = time.monotonic() + self.LATE_AFTER
+        return super().open(spider)
+
+    def has_pending_requests(self):
+        return bool(self.late) or super().has_pending_requests()
+
+    def next_request(self):
+        if self.late and time.monotonic() >= self.ready_at:
+            return scrapy.Request(self.late.pop(), dont_filter=True)
+        return super().next_request()
+
+
+@pytest_twisted.ensureDeferred
+async def test_while_requests_wait_the_engine_soon_takes_what_a_shared_queue_gets(site, other_site):
+    """With every request of the process waiting for a Crawl-delay, nothing ends and
+    Scrapy's engine would look at its scheduler again only at its 5 s heartbeat; the
+    throttle has it look every 0.2 s while requests wait."""
+    robots(site, b"User-agent: *\nCrawl-delay: 6\n")
+    robots(other_site, b"User-agent: *\nAllow: /\n")
+    await crawl(
+        pages(site, 1),
+        SCHEDULER=SharedQueueScheduler,
+        # Another host name: Scrapy's download slots are per host, not per port.
+        TEST_LATE_URL=other_site.url.replace("127.0.0.1", "localhost") + "/p/late",
+        **THROTTLE,
+    )
+    opened, page = (hit.time for hit in site.hits)  # robots.txt, then the page
+    assert page - opened >= 5.7  # the page waited its Crawl-delay after robots.txt
+    [late] = [hit.time for hit in other_site.hits if hit.path == "/p/late"]
+    # Polled every 0.2 s, it is fetched about when it turns up (1 s); at the 5 s
+    # heartbeat it would be fetched at 5 s (a generous bound, no timing claim).
+    assert late - opened < SharedQueueScheduler.LATE_AFTER + 2.5
