@@ -325,7 +325,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
                 rank = (len(raw), rule.allow, -rule.line)
                 if best is None or rank > best:
                     best, deciding = rank, rule
-                continue  # a later copy of this rule ranks lower: never compiled
+                continue  # decided on its text: never compiled
             if not path.startswith(raw[:star] if star >= 0 else raw[:-1]):
                 continue
             if star >= 0:
