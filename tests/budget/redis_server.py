@@ -62,6 +62,7 @@ class RedisServer:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
+        client.connection_pool.disconnect()  # the probe leaves no connection behind
         client.close()
 
     def stop(self) -> None:
