@@ -4,6 +4,7 @@ budget``): the policy and the storage from the settings, and the clock of the da
 from __future__ import annotations
 
 import functools
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,8 +13,9 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from ._settings import BUDGET_DEFAULTS, SettingError, with_defaults
+from ._settings import BUDGET_DEFAULTS, SettingError, redacted_url, with_defaults
 from .budget.policy import BudgetPolicy, PolicyError
+from .budget.storage import StorageError
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -47,9 +49,28 @@ def load_policy(settings: BaseSettings) -> BudgetPolicy:
             raise PolicyError(f"{path}: cannot read the policy file: {exc}") from None
         return _policy_file(str(resolved), stat.st_mtime_ns, stat.st_size)
     if inline is not None:
+        if isinstance(inline, str):  # -s DOMAINBUDGET_POLICY='{"default_policy": ...}'
+            try:
+                inline = json.loads(inline)
+            except ValueError as exc:
+                raise PolicyError(f"DOMAINBUDGET_POLICY: not a JSON object: {exc}") from None
         data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
         return BudgetPolicy.from_dict(data)
     return BudgetPolicy.defaults()
+
+
+def describe_policy(settings: BaseSettings) -> str:
+    """Where the budget policy comes from, in words."""
+    path = settings.get("DOMAINBUDGET_POLICY_FILE")
+    if path:
+        project = closest_scrapy_cfg()
+        resolved = Path(path)
+        if not resolved.is_absolute() and project:
+            resolved = Path(project).parent / resolved
+        return f"policy file {resolved}"
+    if settings.get("DOMAINBUDGET_POLICY") is not None:
+        return "policy from DOMAINBUDGET_POLICY"
+    return "the default policy (no DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY)"
 
 
 @functools.lru_cache(maxsize=4)
@@ -67,10 +88,30 @@ def budget_settings(settings: BaseSettings) -> BaseSettings:
 
 
 def build_storage(settings: BaseSettings) -> BudgetStorage:
-    """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`)."""
+    """The storage named by DOMAINBUDGET_STORAGE (*settings* as from :func:`budget_settings`).
+
+    A storage that cannot start (a missing package, a file that cannot be opened) is a
+    :class:`SettingError`: the crawl stops at start-up with its one-line message."""
     name = settings.get("DOMAINBUDGET_STORAGE")
     try:
         storage_cls = load_object(name)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise SettingError(f"DOMAINBUDGET_STORAGE: cannot load {name!r}: {exc}") from None
-    return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
+    try:
+        return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
+    except StorageError as exc:
+        raise SettingError(f"DOMAINBUDGET_STORAGE = {name!r}: {exc}") from None
+
+
+def describe_store(settings: BaseSettings) -> str:
+    """Which store the counts are kept in (*settings* as from :func:`budget_settings`),
+    for the user to check it is the one they meant; never a password."""
+    storage = str(settings.get("DOMAINBUDGET_STORAGE"))
+    if storage.endswith("SQLiteStorage"):
+        return f"SQLite {Path(settings.get('DOMAINBUDGET_SQLITE_PATH')).absolute()}"
+    if storage.endswith("RedisStorage"):
+        return f"Redis {redacted_url(str(settings.get('DOMAINBUDGET_REDIS_URL')))}"
+    if storage.endswith("MemoryStorage"):
+        return "memory (this process only, not kept)"
+    return storage
+

@@ -9,12 +9,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
 
 from .budget.policy import PolicyError
 from .budget.resp import address_from_url
-from .robots import DEFAULT_MAX_BYTES, AccessPolicy
+from .robots import DEFAULT_MAX_BYTES, AccessPolicy, is_rfc_token, product_token
 from .robots._access import MAX_CACHE_TTL
 from .robots._parser import path_of
 from .robots._pattern import Pattern
@@ -230,6 +232,13 @@ def fleet_url(settings: BaseSettings) -> str | None:
     return str(url)
 
 
+def redacted_url(url: str) -> str:
+    """A Redis URL without its user and password: scheme, host and port (or socket
+    path), database."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
 #: Every setting of the package (and Scrapy's robots.txt settings it reads).
 KNOWN_SETTINGS = frozenset(
     {**ROBOTS_DEFAULTS, **BUDGET_DEFAULTS, **CRAWLDELAY_DEFAULTS, **FLEET_DEFAULTS}
@@ -237,15 +246,75 @@ KNOWN_SETTINGS = frozenset(
 _PREFIXES = ("RFC9309_", "DOMAINBUDGET_", "CRAWLDELAY_", "FLEET_")
 
 
+#: Where a setting's value came from, by Scrapy's settings priority.
+_SOURCES = {
+    "default": "Scrapy's default",
+    "command": "set by the scrapy command",
+    "addon": "set by an add-on",
+    "project": "set in the project's settings",
+    "spider": "set in the spider's custom_settings",
+    "cmdline": "set with -s on the command line",
+}
+
+
+def source(settings: BaseSettings, name: str) -> str:
+    """Where the value of setting *name* came from, in words."""
+    priority = settings.getpriority(name)
+    for label, value in sorted(SETTINGS_PRIORITIES.items(), key=lambda item: -item[1]):
+        if priority is not None and priority >= value:
+            return _SOURCES.get(label, f"set at priority {priority}")
+    return _SOURCES["default"]
+
+
+def deliberate(settings: BaseSettings, name: str) -> bool:
+    """True when *name* was set for one spider or one run (its ``custom_settings`` or
+    ``-s``): an opt-out there is a choice, not an oversight."""
+    priority = settings.getpriority(name)
+    return priority is not None and priority >= SETTINGS_PRIORITIES["spider"]
+
+
+def configured_token(settings: BaseSettings) -> str:
+    """The product token robots.txt groups are matched against: that of
+    ``ROBOTSTXT_USER_AGENT``, else of ``USER_AGENT`` (RFC 9309 §2.2.1)."""
+    return product_token(
+        str(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "")
+    )
+
+
+def token_mistakes(settings: BaseSettings) -> list[str]:
+    """What is wrong with the product token robots.txt groups are matched against:
+    ``ROBOTSTXT_USER_AGENT``, else the product name ``USER_AGENT`` starts with."""
+    configured = settings.get("ROBOTSTXT_USER_AGENT")
+    user_agent = str(settings.get("USER_AGENT") or "")
+    if not configured and user_agent.lower().startswith("mozilla/"):
+        return [
+            f"USER_AGENT starts with 'Mozilla/', so the product token robots.txt groups are "
+            f"matched against is 'mozilla' and a site's group for your crawler is never "
+            f"used; set ROBOTSTXT_USER_AGENT to your crawler's name (e.g. "
+            f"ROBOTSTXT_USER_AGENT = 'MyBot')"
+        ]
+    token = configured_token(settings)
+    if not is_rfc_token(token):
+        name = "ROBOTSTXT_USER_AGENT" if configured else "USER_AGENT"
+        return [
+            f"the crawler's product token {token!r} (from {name}) is not a product token "
+            f"RFC 9309 §2.2.1 allows (letters, '_' and '-' only): sites following the RFC "
+            f"cannot write a group for it; set ROBOTSTXT_USER_AGENT to such a name "
+            f"(e.g. ROBOTSTXT_USER_AGENT = 'MyBot')"
+        ]
+    return []
+
+
 def mistakes(settings: BaseSettings) -> list[str]:
     """What in *settings* silently does nothing, each said with how to fix it:
     robots.txt not obeyed, a budget policy without budgets, and names with this
     package's prefixes that it does not know (with the closest known one)."""
     found = []
-    if not flag(settings, "ROBOTSTXT_OBEY"):
+    if not flag(settings, "ROBOTSTXT_OBEY") and not deliberate(settings, "ROBOTSTXT_OBEY"):
         found.append(
-            "ROBOTSTXT_OBEY is False (Scrapy's default): robots.txt is not fetched, "
-            "nothing is disallowed and no Crawl-delay applies; set ROBOTSTXT_OBEY = True"
+            f"ROBOTSTXT_OBEY is False ({source(settings, 'ROBOTSTXT_OBEY')}): robots.txt is "
+            "not fetched, nothing is disallowed and no Crawl-delay applies; set "
+            "ROBOTSTXT_OBEY = True"
         )
     policy = settings.get("DOMAINBUDGET_POLICY") or settings.get("DOMAINBUDGET_POLICY_FILE")
     if policy and not flag(settings, "DOMAINBUDGET_ENABLED"):

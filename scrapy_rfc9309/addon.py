@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
-from ._settings import mistakes
+from ._settings import deliberate, mistakes, source
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import (
     RobotsTxtDecompressionMiddleware,
@@ -53,3 +53,8 @@ class Addon:
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
+        if not settings.getbool("ROBOTSTXT_OBEY") and deliberate(settings, "ROBOTSTXT_OBEY"):
+            logger.info(
+                "scrapy_rfc9309: ROBOTSTXT_OBEY is False (%s): robots.txt is not obeyed",
+                source(settings, "ROBOTSTXT_OBEY"),
+            )

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -126,8 +128,9 @@ class BudgetPolicy:
             check.mapping(entry, path)
             check.known_keys(entry, path, _ENTRY_KEYS)
             domain = entry.get("domain")
-            if not isinstance(domain, str) or not normalise_host(domain):
-                check.fail((*path, "domain"), "must be a domain name like 'example.com'")
+            problem = domain_problem(domain)
+            if problem is not None:
+                check.fail((*path, "domain"), problem)
             category = entry.get("domain_category")
             if category is not None and not isinstance(category, str):
                 check.fail((*path, "domain_category"), "must be a string")
@@ -271,6 +274,12 @@ def _to_python(
     if isinstance(node, yaml.MappingNode):
         result = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                where = ".".join(map(str, path)) or "(top level)"
+                raise PolicyError(
+                    f"{source}, line {key_node.start_mark.line + 1}: {where}: keys must be "
+                    f"plain names (like max_pages_per_day), not a {key_node.id}"
+                )
             key = _scalar(key_node, source)
             field = (*path, key)
             if key in result:
@@ -295,6 +304,36 @@ def _scalar(node: yaml.Node, source: str) -> Any:
         raise PolicyError(
             f"{source}, line {node.start_mark.line + 1}: invalid value: {exc}"
         ) from None
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*")
+
+
+def domain_problem(domain: Any) -> str | None:
+    """What is wrong with an allowlist ``domain`` value (a host name or IP address,
+    optionally ``*.``-prefixed), with what to write instead; ``None`` if nothing.
+
+    A URL or a port is refused, not stripped: budgets are counted per host whatever
+    the scheme or port, and a value that silently never matched cost users a day."""
+    if not isinstance(domain, str) or not domain.strip():
+        return "must be a domain name like 'example.com'"
+    text = domain.strip()
+    if "/" in text or "?" in text or "#" in text or "@" in text:
+        host = urlsplit(text if "//" in text else "//" + text).hostname
+        instead = f": write domain: {host}" if host else ""
+        return f"must be a host name, not a URL ({text!r}){instead}"
+    host = normalise_host(text)
+    if _is_ip_or_local(host):
+        return None
+    name, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and name:
+        return (
+            f"must be a host name without a port ({text!r}); budgets count per host "
+            f"whatever the port: write domain: {name.strip('[]')}"
+        )
+    if _HOST_NAME.fullmatch(host) is None:
+        return f"must be a domain name like 'example.com', not {text!r}"
+    return None
 
 
 def normalise_host(host: str) -> str:

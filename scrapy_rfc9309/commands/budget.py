@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from datetime import date
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._budget import budget_settings, build_storage, load_policy, unix_time
+from .._budget import budget_settings, build_storage, describe_store, load_policy, unix_time
 from .._settings import SettingError
 from ..budget.policy import PolicyError, day_of, zone
 from ..budget.storage import StorageError
@@ -38,10 +39,18 @@ class Command(ScrapyCommand):
         if args:
             raise UsageError("scrapy budget takes no positional arguments")
         assert self.settings is not None
+        if opts.day is not None:
+            _check_day(opts.day)
         settings = budget_settings(self.settings)
+        store = describe_store(settings)
+        sqlite_path = Path(settings.get("DOMAINBUDGET_SQLITE_PATH")).absolute()
         try:
             policy = load_policy(settings)
             day = opts.day or day_of(unix_time(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
+            if store.startswith("SQLite") and not sqlite_path.exists():
+                # A look must not create a store (outside a project: ./.scrapy/).
+                print(f"No budget store at {sqlite_path}: nothing recorded.")
+                return
             storage = build_storage(settings)
             try:
                 if opts.reset:
@@ -56,7 +65,7 @@ class Command(ScrapyCommand):
             print(f"error: {exc}")
             self.exitcode = 2
             return
-        print(f"Daily budgets on {day}, from {_store_name(settings)}")
+        print(f"Daily budgets on {day}, from {store}")
         if not usage:
             print("  (nothing recorded)")
         for key, (requests, pages) in usage.items():
@@ -74,13 +83,10 @@ def _use(used: int, limit: int) -> str:
     return f"{used:>6} / {limit:<6} ({max(limit - used, 0)} left)"
 
 
-def _store_name(settings: Any) -> str:
-    """Which store the counts come from, for the user to check it is the crawl's."""
-    storage = str(settings.get("DOMAINBUDGET_STORAGE"))
-    if storage.endswith("SQLiteStorage"):
-        return f"SQLite {settings.get('DOMAINBUDGET_SQLITE_PATH')}"
-    if storage.endswith("RedisStorage"):
-        url = urlsplit(str(settings.get("DOMAINBUDGET_REDIS_URL")))
-        # Never the password: the scheme, the host and port (or socket path), the db.
-        return f"Redis {url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
-    return storage
+def _check_day(day: str) -> None:
+    try:
+        parsed = date.fromisoformat(day)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.isoformat() != day:
+        raise UsageError(f"--day must be a date written YYYY-MM-DD, not {day!r}")

@@ -21,7 +21,14 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
-from .._budget import budget_settings, build_storage, load_policy, unix_time
+from .._budget import (
+    budget_settings,
+    build_storage,
+    describe_policy,
+    describe_store,
+    load_policy,
+    unix_time,
+)
 from .._robots import META_ROBOTS
 from .._settings import SettingError, choice, flag
 from ..budget.policy import DomainLimits, day_of, zone
@@ -55,6 +62,12 @@ class DomainBudgetMiddleware:
         on_error = choice(settings, "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
         self.fail_closed = on_error == "deny"
         self.storage = build_storage(settings)
+        logger.info(
+            "Domain budgets: %s; counted in %s; days in %s",
+            describe_policy(settings),
+            describe_store(settings),
+            self.tz.key,
+        )
         self._announced: set[tuple[str, str]] = set()
         self._storage_failed = False
         self._touched: dict[str, DomainLimits] = {}

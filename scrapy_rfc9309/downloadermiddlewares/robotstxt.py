@@ -35,7 +35,16 @@ from .._robots import (
     has_robots_txt,
 )
 from .._robots_report import RobotsReport
-from .._settings import ROBOTS_DEFAULTS, RobotsSettings, fleet_url, number, with_defaults
+from .._settings import (
+    ROBOTS_DEFAULTS,
+    RobotsSettings,
+    fleet_url,
+    number,
+    configured_token,
+    redacted_url,
+    token_mistakes,
+    with_defaults,
+)
 from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
@@ -70,6 +79,13 @@ class RobotsTxtMiddleware:
         self._warned: set[str] = set()
         self.report = RobotsReport()
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        for mistake in token_mistakes(crawler.settings):
+            logger.warning("scrapy_rfc9309: %s", mistake)
+        logger.info(
+            "robots.txt obeyed (RFC 9309) for product token %r; copies shared %s",
+            configured_token(crawler.settings),
+            f"through the fleet Redis {redacted_url(fleet)}" if fleet else "in this process only",
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

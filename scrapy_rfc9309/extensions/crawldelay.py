@@ -29,6 +29,7 @@ from .._settings import (
     flag,
     fleet_url,
     number,
+    redacted_url,
     with_defaults,
 )
 from ..robotparser import RobotParser
@@ -60,8 +61,14 @@ class CrawlDelayThrottle:
             ) from exc
         self.crawler = crawler
         self.stats = crawler.stats
-        self._fleet = self._fleet_gates(crawler, fleet_url(settings))
+        fleet = fleet_url(settings)
+        self._fleet = self._fleet_gates(crawler, fleet)
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
+        if not self.max_delay:
+            raise SettingError(
+                "CRAWLDELAY_MAX_DELAY must be more than 0 (it caps the Crawl-delay obeyed, "
+                "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
+            )
         self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -76,6 +83,15 @@ class CrawlDelayThrottle:
         self._last_starts = LastStarts(self.floor, _slots.slot_clock)
         self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
         self._poll: LoopingCall | None = None
+        logger.info(
+            "Crawl-delay throttle: requests to a host at least max(DOWNLOAD_DELAY = %.6g s, "
+            "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) apart; %s",
+            self._default_delay,
+            self.max_delay,
+            f"spacing shared through the fleet Redis {redacted_url(fleet)}"
+            if fleet
+            else "spacing kept in this process",
+        )
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)

@@ -3,7 +3,7 @@
 from ._access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
 from ._lexer import DEFAULT_MAX_BYTES
 from ._parser import Group, GroupSelection, RobotsTxt, Rule, Verdict
-from ._useragent import product_token
+from ._useragent import is_rfc_token, product_token
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -15,6 +15,7 @@ __all__ = [
     "RobotsTxt",
     "Rule",
     "Verdict",
+    "is_rfc_token",
     "outcome_for_status",
     "product_token",
 ]

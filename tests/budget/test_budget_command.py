@@ -54,3 +54,19 @@ def test_budget_reports_a_bad_policy_with_exit_status_2(tmp_path):
     result = scrapy("budget", "-s", f"DOMAINBUDGET_POLICY_FILE={policy}", cwd=tmp_path)
     assert result.returncode == 2
     assert "line 2: default_policy.max_pages_per_day" in result.stdout
+
+
+def test_a_day_that_does_not_exist_is_refused(tmp_path):
+    result = scrapy("budget", "--day", "2026-13-01", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--day must be a date written YYYY-MM-DD, not '2026-13-01'" in result.stderr
+
+
+def test_outside_a_project_it_creates_no_store(tmp_path):
+    result = scrapy("budget", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    store = tmp_path / ".scrapy" / "domainbudget.sqlite"
+    assert f"No budget store at {store}: nothing recorded." in result.stdout
+    assert not (tmp_path / ".scrapy").exists()
+    reset = scrapy("budget", "--reset", "example.com", cwd=tmp_path)
+    assert reset.returncode == 0 and not (tmp_path / ".scrapy").exists()

@@ -229,3 +229,41 @@ def test_a_relative_policy_file_is_the_projects_from_any_directory(tmp_path, mon
     monkeypatch.chdir(tmp_path / "demo" / "spiders")
     policy = load_policy(Settings({"DOMAINBUDGET_POLICY_FILE": "config/domains.yaml"}))
     assert policy.limits_for("a.com").max_pages_per_day == 7
+
+
+@pytest.mark.parametrize(
+    ("value", "instead"),
+    [
+        ("http://127.0.0.2:8702/", "write domain: 127.0.0.2"),
+        ("https://en.wikipedia.org/wiki", "write domain: en.wikipedia.org"),
+        ("127.0.0.1:8701", "write domain: 127.0.0.1"),
+        ("example.com:443", "write domain: example.com"),
+        ("[::1]:8080", "write domain: ::1"),
+        ("exa mple.com", "must be a domain name like 'example.com'"),
+    ],
+)
+def test_a_domain_written_as_a_url_or_with_a_port_is_refused_saying_what_to_write(
+    tmp_path, value, instead
+):
+    # Such a value was accepted and never matched a host: a budget that silently did nothing.
+    path = write(tmp_path, f"allowlist:\n  - domain: {value!r}\n    max_pages_per_day: 3\n")
+    with pytest.raises(PolicyError) as error:
+        BudgetPolicy.from_file(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}, line 2: allowlist.0.domain: "), message
+    assert instead in message
+
+
+@pytest.mark.parametrize("value", ["example.com", "*.example.com", "127.0.0.1", "::1", "[::1]"])
+def test_host_names_and_addresses_are_domains(value):
+    policy = BudgetPolicy.from_dict({"allowlist": [{"domain": value, "max_pages_per_day": 3}]})
+    assert len(policy.entries) == 1
+
+
+@pytest.mark.parametrize(
+    "text", ["? [a, b]\n: 1\n", "default_policy:\n  ? {x: 1}\n  : 3\n"], ids=["list", "map"]
+)
+def test_a_complex_yaml_key_is_refused_naming_the_line(tmp_path, text):
+    path = write(tmp_path, text)
+    with pytest.raises(PolicyError, match=rf"^{re.escape(str(path))}, line \d+: .*keys must be"):
+        BudgetPolicy.from_file(path)

@@ -10,10 +10,12 @@ from scrapy_rfc9309 import RobotsTxt, product_token
     [
         ("MyBot/1.0 (+http://x)", "mybot"),
         ("MyBot", "mybot"),
-        ("my_bot-2", "my_bot-"),
+        ("my_bot-2", "my_bot-2"),
+        ("AI2Bot-Dolma/1.0", "ai2bot-dolma"),
         ("Mozilla/5.0 (compatible; ExampleBot/0.1)", "mozilla"),
         ("  FooBot", "foobot"),
-        ("123", ""),
+        ("360Spider", "360spider"),
+        ("", ""),
     ],
 )
 def test_rfc_2_2_1_product_token_of_a_user_agent_string(user_agent, token):
@@ -31,6 +33,31 @@ def test_rfc_2_2_1_whole_token_only():
     assert robots.allowed("/x", "FooBot")
     robots = RobotsTxt.parse("User-agent: FooBot\nDisallow: /\n")
     assert robots.allowed("/x", "Foo")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("Bot1", "Bot2"), ("Bot2", "Bot1"), ("MJ12bot", "MJ13bot")]
+)
+def test_rfc_2_2_1_names_with_digits_are_never_merged(first, second):
+    # Cutting names at the first character outside [A-Za-z_-] would make both "Bot".
+    robots = RobotsTxt.parse(
+        f"User-agent: {first}\nDisallow: /private\n\nUser-agent: {second}\nAllow: /\n"
+    )
+    assert robots.allowed("https://example.com/private", second)
+    assert not robots.allowed("https://example.com/private", first)
+    assert robots.allowed("https://example.com/private", "Bot"), "no group names Bot"
+
+
+@pytest.mark.parametrize(
+    ("blocked", "allowed"), [("AI2Bot", "AI2Bot-Dolma"), ("AI2Bot-Dolma", "AI2Bot")]
+)
+def test_rfc_2_2_1_a_longer_name_is_another_crawler(blocked, allowed):
+    robots = RobotsTxt.parse(
+        f"User-agent: {blocked}\nDisallow: /\n\nUser-agent: {allowed}\nAllow: /\n"
+    )
+    assert not robots.allowed("https://example.com/page", blocked)
+    assert robots.allowed("https://example.com/page", allowed)
+    assert robots.allowed("https://example.com/page", f"{allowed}/2.1 (+https://x)")
 
 
 def test_rfc_2_2_1_version_in_the_file_is_not_part_of_the_token():
