@@ -114,4 +114,3 @@ def describe_store(settings: BaseSettings) -> str:
     if storage.endswith("MemoryStorage"):
         return "memory (this process only, not kept)"
     return storage
-

@@ -14,7 +14,7 @@ from typing import Any
 
 #: How many sites the report names; the others are summed in one line.
 TOP_SITES = 10
-#: How many deciding rules it names per site.
+#: How many deciding rules a log line names per site (the stat keeps them all).
 TOP_RULES = 3
 
 
@@ -43,7 +43,8 @@ class RobotsReport:
         return sorted(self._sites.items(), key=lambda item: -sum(item[1].dropped.values()))
 
     def summary(self) -> list[dict[str, Any]]:
-        """The top sites, most dropped requests first, as plain data (for the stats)."""
+        """The top sites, most dropped requests first, each with every rule that dropped
+        a request and its count, as plain data (for the stats)."""
         return [
             {
                 "site": authority,
@@ -51,7 +52,7 @@ class RobotsReport:
                 "dropped": sum(site.dropped.values()),
                 "rules": [
                     {"rule": rule, "line": line, "dropped": count}
-                    for (rule, line), count in site.dropped.most_common(TOP_RULES)
+                    for (rule, line), count in site.dropped.most_common()
                 ],
                 "crawl_delay": site.delay,
             }
@@ -67,8 +68,11 @@ class RobotsReport:
                 f"'{r['rule']}'"
                 + (f" (line {r['line']})" if r["line"] else "")
                 + f" x{r['dropped']}"
-                for r in site["rules"]
+                for r in site["rules"][:TOP_RULES]
             )
+            more = site["rules"][TOP_RULES:]
+            if more:
+                rules += f" and {len(more)} more rules x{sum(r['dropped'] for r in more)}"
             delay = f"; Crawl-delay {site['crawl_delay']:g} s" if site["crawl_delay"] else ""
             dropped = f"{site['dropped']} requests dropped" + (f": {rules}" if rules else "")
             lines.append(f"{site['site']}: {site['robots_txt']}; {dropped}{delay}")

@@ -288,10 +288,10 @@ def token_mistakes(settings: BaseSettings) -> list[str]:
     user_agent = str(settings.get("USER_AGENT") or "")
     if not configured and user_agent.lower().startswith("mozilla/"):
         return [
-            f"USER_AGENT starts with 'Mozilla/', so the product token robots.txt groups are "
-            f"matched against is 'mozilla' and a site's group for your crawler is never "
-            f"used; set ROBOTSTXT_USER_AGENT to your crawler's name (e.g. "
-            f"ROBOTSTXT_USER_AGENT = 'MyBot')"
+            "USER_AGENT starts with 'Mozilla/', so the product token robots.txt groups are "
+            "matched against is 'mozilla' and a site's group for your crawler is never "
+            "used; set ROBOTSTXT_USER_AGENT to your crawler's name (e.g. "
+            "ROBOTSTXT_USER_AGENT = 'MyBot')"
         ]
     token = configured_token(settings)
     if not is_rfc_token(token):

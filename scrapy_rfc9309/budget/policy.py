@@ -306,7 +306,9 @@ def _scalar(node: yaml.Node, source: str) -> Any:
         ) from None
 
 
-_HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*")
+_HOST_NAME = re.compile(
+    r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*"
+)
 
 
 def domain_problem(domain: Any) -> str | None:

@@ -38,9 +38,9 @@ from .._robots_report import RobotsReport
 from .._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
+    configured_token,
     fleet_url,
     number,
-    configured_token,
     redacted_url,
     token_mistakes,
     with_defaults,
@@ -187,6 +187,8 @@ class RobotsTxtMiddleware:
             await self._send_parsed(entry, fetched.request)
         elif entry.outcome is FetchOutcome.UNREACHABLE:
             self._failed(authority, entry, fetched.error)
+        elif entry.reason is not None:  # a failed redirect: everything allowed, and why
+            self.report.failed(authority, entry.describe())
         return entry
 
     async def _send_parsed(self, entry: RobotsEntry, request: Request) -> None:

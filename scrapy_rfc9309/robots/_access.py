@@ -54,6 +54,8 @@ class RobotsEntry:
     #: What to answer when there is no file to obey.
     fallback: Verdict = ALLOWED
     status: int | None = None
+    #: Why the fetch ended without a status to show (a failed redirect), in words.
+    reason: str | None = None
 
     @property
     def stale(self) -> bool:
@@ -79,7 +81,10 @@ class RobotsEntry:
 
     def describe(self) -> str:
         """A short human description, for logs and the explain command."""
-        what = f"HTTP {self.status}" if self.status is not None else "network error"
+        if self.reason is not None:
+            what = self.reason
+        else:
+            what = f"HTTP {self.status}" if self.status is not None else "network error"
         if self.outcome is FetchOutcome.SUCCESS:
             return f"robots.txt fetched ({what})"
         if self.outcome is FetchOutcome.UNAVAILABLE:
@@ -115,9 +120,18 @@ class AccessPolicy:
     def success(self, robots: RobotsTxt, now: float, status: int | None = 200) -> RobotsEntry:
         return RobotsEntry(FetchOutcome.SUCCESS, robots, now, now + self.cache_ttl, status=status)
 
-    def unavailable(self, now: float, status: int | None = None) -> RobotsEntry:
+    def unavailable(
+        self, now: float, status: int | None = None, reason: str | None = None
+    ) -> RobotsEntry:
         # A definite answer ("there is no robots.txt"): cached as long as a file.
-        return RobotsEntry(FetchOutcome.UNAVAILABLE, None, now, now + self.cache_ttl, status=status)
+        return RobotsEntry(
+            FetchOutcome.UNAVAILABLE,
+            None,
+            now,
+            now + self.cache_ttl,
+            status=status,
+            reason=reason,
+        )
 
     def unreachable(
         self, now: float, previous: RobotsEntry | None = None, status: int | None = None

@@ -28,6 +28,13 @@ REDIRECT_LIMIT = "redirect_limit"
 REDIRECT_LOOP = "redirect_loop"
 REDIRECT_NO_LOCATION = "redirect_no_location"
 REDIRECT_SCHEME = "redirect_scheme"
+#: Each of them in words, for the close report and ``scrapy robots``.
+_REDIRECT_REASONS = {
+    REDIRECT_LIMIT: "too many redirects",
+    REDIRECT_LOOP: "redirect loop",
+    REDIRECT_NO_LOCATION: "redirect without a Location",
+    REDIRECT_SCHEME: "redirect to a URL that is not http(s)",
+}
 
 
 class FetchPlan:
@@ -88,7 +95,7 @@ class FetchPlan:
 
     def _failed_redirect(self, reason: str, now: float) -> RobotsEntry:
         self.failed_redirect = reason
-        return self._policy.unavailable(now)
+        return self._policy.unavailable(now, reason=_REDIRECT_REASONS[reason])
 
 
 def is_redirect(status: int) -> bool:

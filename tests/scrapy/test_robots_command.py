@@ -117,6 +117,14 @@ def test_redirects_are_followed_to_the_file(site, other_site, tmp_path):
     )
 
 
+def test_a_redirect_loop_is_named_as_the_cause(site, tmp_path):
+    site.route("/robots.txt", status=301, headers={"Location": "/loop"})
+    site.route("/loop", status=301, headers={"Location": "/robots.txt"})
+    result = robots(f"{site.url}/a", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "(robots.txt unavailable (redirect loop): everything allowed)" in result.stdout
+
+
 def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_error(tmp_path, capsys):
     status, out = robots_without_fetching("example.com/a", capsys=capsys)
     assert status == 2

@@ -54,13 +54,16 @@ async def test_rfc_2_3_1_six_redirects_are_unavailable_and_allow_everything(site
 
 
 @pytest_twisted.ensureDeferred
-async def test_rfc_2_3_1_a_redirect_loop_is_unavailable(site):
+async def test_rfc_2_3_1_a_redirect_loop_is_unavailable_and_reported_as_one(site, caplog):
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
     site.route("/robots.txt", **redirect("/loop"))
     site.route("/loop", **redirect("/robots.txt"))
     crawler = await crawl(pages(site, "/a"))
     assert site.count("/robots.txt") == 1 and site.count("/loop") == 1
     assert "/a" in site.paths()
     assert crawler.stats.get_value("rfc9309/redirect_loop") == 1
+    [report] = [r.getMessage() for r in caplog.records if "robots.txt report" in r.getMessage()]
+    assert f"{site.url}: robots.txt unavailable (redirect loop): everything allowed" in report
 
 
 @pytest_twisted.ensureDeferred
@@ -355,6 +358,23 @@ async def test_the_close_report_names_each_site_its_drops_rules_and_delay(site, 
     ) in report
     [entry] = crawler.stats.get_value("rfc9309/report")
     assert entry["dropped"] == 2 and entry["rules"][0]["line"] == 3
+
+
+def test_the_close_report_says_how_many_more_rules_dropped_requests():
+    from scrapy_rfc9309._robots_report import TOP_RULES, RobotsReport
+
+    report = RobotsReport()
+    for line in range(2, 8):  # 6 rules, rule on line n dropping n requests: 27 in all
+        for _ in range(line):
+            report.dropped(
+                "http://s", "robots.txt fetched (HTTP 200)", f"Disallow: /{line}", line, None
+            )
+    [text] = report.lines()
+    assert text.startswith("http://s: robots.txt fetched (HTTP 200); 27 requests dropped: ")
+    assert "'Disallow: /7' (line 7) x7, 'Disallow: /6' (line 6) x6, 'Disallow: /5'" in text
+    assert text.endswith(f" and {6 - TOP_RULES} more rules x9")  # 2 + 3 + 4
+    [entry] = report.summary()
+    assert [rule["dropped"] for rule in entry["rules"]] == [7, 6, 5, 4, 3, 2]  # all kept
 
 
 def test_the_close_report_names_the_top_sites_and_sums_the_rest():

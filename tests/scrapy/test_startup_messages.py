@@ -119,7 +119,9 @@ async def test_a_product_token_robots_txt_cannot_name_is_warned_about(
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     with caplog.at_level(logging.INFO):
         await crawl([site.url + "/a"], **settings)
-    warnings = [m for m in messages(caplog, logging.WARNING) if "product token" in m or "Mozilla" in m]
+    warnings = [
+        m for m in messages(caplog, logging.WARNING) if "product token" in m or "Mozilla" in m
+    ]
     if warning is None:
         assert warnings == []
     else:
