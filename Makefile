@@ -10,7 +10,7 @@ MIN_VENV ?= .venv-min
 # packages are compiled once and the suite's many subprocess crawls reuse the bytecode.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test test-min bench lint clean
+.PHONY: demo test test-min bench lint clean wheel fleet-demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +51,13 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check scrapy_rfc9309 tests benchmarks example_project
 	$(BIN)/mypy
 
+# An installable wheel in dist/ (pip install dist/scrapy_rfc9309-*.whl).
+wheel: $(VENV)/.installed
+	$(BIN)/python -m pip wheel -q --no-deps -w dist .
+
+# Two crawler processes of the example project sharing one local redis-server.
+fleet-demo: $(VENV)/.installed
+	cd example_project && $(abspath $(BIN))/python -m demo.fleet
+
 clean:
-	rm -rf $(VENV) $(MIN_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MIN_VENV) build dist *.egg-info .pytest_cache .hypothesis

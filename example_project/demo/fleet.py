@@ -1,0 +1,138 @@
+"""``make fleet-demo``: two crawler processes of this project sharing one Redis.
+
+It starts a local ``redis-server`` (on a free port of 127.0.0.1, nothing saved to
+disk) and the demo site, pushes the site's start URL to the fleet's queue, runs two
+``scrapy crawl fleet`` processes with the fleet settings of the README's "Scaling
+out" recipe, then prints what the site's own server saw: how often robots.txt was
+fetched, and the smallest gap between two requests against the Crawl-delay.  It
+stops everything it started, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from .site import DemoSite
+
+PROCESSES = 2
+PROJECT = Path(__file__).resolve().parents[1]
+CRAWL_DELAY = 0.5  # what demo/site/robots.txt asks of DemoBot
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("make fleet-demo needs redis-server (e.g. apt-get install redis-server)")
+    port = free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--dir", directory],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        server.terminate()
+        sys.exit("redis-server did not start")
+    client.connection_pool.disconnect()
+    return server, url
+
+
+def fleet_settings(redis_url: str) -> dict[str, str]:
+    """The README's recipe, with this Redis everywhere."""
+    return {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": "True",
+        "REDIS_URL": redis_url,
+        "FLEET_REDIS_URL": redis_url,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
+        "DOMAINBUDGET_REDIS_URL": redis_url,
+        "LOG_LEVEL": "INFO",  # the closing stats, read for the report
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        server, url = start_redis(directory)
+        site = DemoSite()
+        crawlers: list[subprocess.Popen[str]] = []
+        try:
+            redis.Redis.from_url(url).lpush("fleet:start_urls", f"{site.shop.url}/")
+            options = [
+                arg
+                for name, value in fleet_settings(url).items()
+                for arg in ("-s", f"{name}={value}")
+            ]
+            crawlers = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "scrapy", "crawl", "fleet", *options],
+                    cwd=PROJECT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(PROCESSES)
+            ]
+            logs = [crawler.communicate(timeout=180)[1] for crawler in crawlers]
+        finally:
+            for crawler in crawlers:
+                if crawler.poll() is None:
+                    crawler.kill()
+            site.close()
+            server.terminate()
+            server.wait(timeout=10)
+    print(report(site, logs))
+
+
+def report(site: DemoSite, logs: list[str]) -> str:
+    hits = site.shop.hits
+    gaps = [later.time - earlier.time for earlier, later in itertools.pairwise(hits)]
+    responses = [
+        int(match.group(1)) if match else 0
+        for match in (re.search(r"'downloader/response_count': (\d+)", log) for log in logs)
+    ]
+    lines = [
+        "",
+        f"scrapy_rfc9309 fleet demo: {PROCESSES} crawler processes, one redis-server",
+        f"  robots.txt fetched:      {sum(hit.path == '/robots.txt' for hit in hits)} time(s)"
+        " by the whole fleet",
+        f"  requests at the site:    {len(hits)}; responses per process: "
+        + ", ".join(map(str, responses)),
+    ]
+    if gaps:
+        lines.append(
+            f"  spacing at the site:     min {min(gaps):.3f} s, mean "
+            f"{sum(gaps) / len(gaps):.3f} s between consecutive requests"
+            f" (Crawl-delay for DemoBot: {CRAWL_DELAY} s)"
+        )
+    errors = [line for log in logs for line in log.splitlines() if " ERROR: " in line]
+    lines += [f"  error: {line}" for line in errors[:5]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
