@@ -12,8 +12,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_wheel_installs_and_its_commands_and_components_load(tmp_path):
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-        + ["-w", str(tmp_path / "dist"), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -25,8 +35,18 @@ def test_the_wheel_installs_and_its_commands_and_components_load(tmp_path):
     venv.create(fresh, with_pip=False)
     python = fresh / "bin" / "python"
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
-        + ["--no-deps", "--no-index", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -61,8 +81,15 @@ def test_the_wheel_installs_and_its_commands_and_components_load(tmp_path):
     robots = tmp_path / "robots.txt"
     robots.write_text("User-agent: *\nDisallow: /private\n")
     command = subprocess.run(
-        [str(python), "-m", "scrapy", "robots", "https://example.com/private/x"]
-        + ["--file", str(robots)],
+        [
+            str(python),
+            "-m",
+            "scrapy",
+            "robots",
+            "https://example.com/private/x",
+            "--file",
+            str(robots),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

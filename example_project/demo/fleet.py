@@ -41,8 +41,19 @@ def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
         sys.exit("make fleet-demo needs redis-server (e.g. apt-get install redis-server)")
     port = free_port()
     server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--dir", directory],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+        ],
         stdout=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
