@@ -18,6 +18,7 @@ from scrapy.downloadermiddlewares.robotstxt import (
     RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware,
 )
 
+import scrapy_rfc9309
 from scrapy_rfc9309 import (
     DomainBudgetMiddleware,
     RobotsTxtDecompressionMiddleware,
@@ -53,6 +54,14 @@ async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypat
     namespace: dict = {}
     exec(snippet, namespace)
     settings = {name: value for name, value in namespace.items() if name.isupper()}
+    spiders = [
+        v for v in namespace.values() if isinstance(v, type) and issubclass(v, scrapy.Spider)
+    ]
+    if spiders:  # the fleet recipe's spider: a scrapy-redis RedisSpider
+        from scrapy_redis.spiders import RedisSpider
+
+        assert all(issubclass(spider, RedisSpider) for spider in spiders), snippet
+        return
     assert settings, snippet
     for name in settings:  # the snippets' Redis servers are the test's
         if name.endswith("REDIS_URL"):
@@ -96,5 +105,15 @@ def test_the_shell_commands():
             )
             expected = README.split(f"{command}\n```\n\n```\n", 1)[1].split("```", 1)[0]
             assert result.stdout.decode() == expected
+        elif words[:2] == ["pip", "install"]:
+            # Installing is tests/test_wheel.py's; here the names: the extras exist,
+            # and the wheel named is the one `make wheel` builds for this version.
+            target = words[-1]
+            extras = re.findall(r"\[(\w+)\]", target)
+            setup = (ROOT / "setup.cfg").read_text()
+            assert all(re.search(rf"^{extra} =$", setup, re.MULTILINE) for extra in extras)
+            if target.startswith("dist/"):
+                version = scrapy_rfc9309.__version__
+                assert target.split("[")[0] == f"dist/scrapy_rfc9309-{version}-py3-none-any.whl"
         else:
             pytest.fail(f"README command not covered by a test: {command}")

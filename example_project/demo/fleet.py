@@ -74,6 +74,7 @@ def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
 def fleet_settings(redis_url: str) -> dict[str, str]:
     """The README's recipe, with this Redis everywhere."""
     return {
+        "SPIDER_MODULES": "demo.spiders,demo.fleet_spider",
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "SCHEDULER_PERSIST": "True",

@@ -5,7 +5,7 @@ DOMAINBUDGET_ON_STORAGE_ERROR and never lets the limit of a working store be exc
 import pytest
 import pytest_twisted
 
-from scrapy_rfc9309.budget.storage import StorageError
+from scrapy_rfc9309._settings import SettingError
 from tests.budget.redis_server import RedisServer
 from tests.crawl import ChainSpider, crawl
 from tests.scrapy.test_budget_middleware import BUDGET, page_paths, policy
@@ -15,7 +15,10 @@ from tests.scrapy.test_budget_middleware import BUDGET, page_paths, policy
 async def test_a_corrupt_sqlite_file_at_start_up_stops_the_crawl_naming_the_file(site, tmp_path):
     path = tmp_path / "budget.sqlite"
     path.write_bytes(b"this is not a database" * 1000)
-    with pytest.raises(StorageError, match=r"budget\.sqlite: file is not a database"):
+    # A start-up error: the crawl stops with one line naming the setting and the file.
+    with pytest.raises(
+        SettingError, match=r"DOMAINBUDGET_STORAGE = .*budget\.sqlite: file is not a database"
+    ):
         await crawl([f"{site.url}/p/0"], DOMAINBUDGET_SQLITE_PATH=str(path), **BUDGET)
     assert site.paths() == []
 

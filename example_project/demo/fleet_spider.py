@@ -1,6 +1,7 @@
 """The fleet spider: the demo crawl as one of many processes sharing a Redis queue
-(scrapy-redis).  Run it through ``make fleet-demo`` (see ``demo/fleet.py``), or by
-hand: start URLs go to the Redis list ``fleet:start_urls``."""
+(scrapy-redis).  ``make fleet-demo`` runs it (see ``demo/fleet.py``), adding this
+module to ``SPIDER_MODULES``: kept apart from ``demo.spiders`` so that the demo runs
+without scrapy-redis installed.  Start URLs go to the Redis list ``fleet:start_urls``."""
 
 from __future__ import annotations
 
