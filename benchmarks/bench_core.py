@@ -314,6 +314,36 @@ def bench_adversarial() -> list[str]:
             times["later"] = best_of(3, lambda p=parsed, u=url: p.allowed(u, "MyCrawler")) * 1e3
             out.append(row(f"500 KiB {label:<12} {length:>6} B URL (ms)", times, "{:.1f}"))
             out.append(f"{'':<4}(scrapy_rfc9309, a later check: {times['later']:.1f} ms)")
+    out.extend(worst_checks())
+    return out
+
+
+def worst_checks() -> list[str]:
+    """The worst cases found for one check of scrapy_rfc9309, CPU time: hostile 500 KiB
+    files of ~25,000 distinct wildcard rules, against 2,083-character URLs whose digits
+    make every rule's literal pieces present (so no piece rejects a rule).  Columns:
+    parse + first check, the second check (it compiles the rules), a later check."""
+    digits = "".join(map(str, range(1000)))
+    urls = {"a...": "/" + "a" * 2062, "ab+digits": "/ab" + digits[:2060]}
+    out = ["", "worst cases, CPU ms: parse + first check | second (compiles) | later check"]
+    for line in ("Disallow: /*{n}*ab", "Disallow: /*a{n}*b$", "Disallow: /*{n}*ab$"):
+        text = hostile_file(line)
+        for name, url in urls.items():
+            gc.collect()
+            start = time.process_time()
+            robots = RobotsTxt.parse(text)
+            robots.check(url, "MyCrawler")
+            first = time.process_time() - start
+            start = time.process_time()
+            robots.check(url[:-1], "MyCrawler")
+            second = time.process_time() - start
+            start = time.process_time()
+            robots.check(url[:-2], "MyCrawler")
+            later = time.process_time() - start
+            out.append(
+                f"{line[10:]:<14} URL {name:<10} {first * 1e3:>8.1f} {second * 1e3:>10.1f}"
+                f" {later * 1e3:>10.1f}"
+            )
     return out
 
 
