@@ -10,16 +10,8 @@ import pytest_twisted
 
 from scrapy_rfc9309._settings import SettingError
 from tests.crawl import ListSpider, crawl
+from tests.scrapy.test_budget_middleware import BUDGET
 
-BUDGET = {
-    "DOMAINBUDGET_ENABLED": True,
-    "DOWNLOADER_MIDDLEWARES": {
-        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-        "scrapy_rfc9309.RobotsTxtMiddleware": 100,
-        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": 595,
-        "scrapy_rfc9309.DomainBudgetMiddleware": 950,
-    },
-}
 THROTTLE = {"CRAWLDELAY_ENABLED": True, "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayThrottle": 500}}
 
 
