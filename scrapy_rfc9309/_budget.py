@@ -39,10 +39,7 @@ def load_policy(settings: BaseSettings) -> BudgetPolicy:
     if path and inline:
         raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
     if path:
-        resolved = Path(path)
-        project = closest_scrapy_cfg()
-        if not resolved.is_absolute() and project:
-            resolved = Path(project).parent / resolved
+        resolved = _project_path(path)
         try:
             stat = resolved.stat()
         except OSError as exc:
@@ -63,14 +60,19 @@ def describe_policy(settings: BaseSettings) -> str:
     """Where the budget policy comes from, in words."""
     path = settings.get("DOMAINBUDGET_POLICY_FILE")
     if path:
-        project = closest_scrapy_cfg()
-        resolved = Path(path)
-        if not resolved.is_absolute() and project:
-            resolved = Path(project).parent / resolved
-        return f"policy file {resolved}"
+        return f"policy file {_project_path(path)}"
     if settings.get("DOMAINBUDGET_POLICY") is not None:
         return "policy from DOMAINBUDGET_POLICY"
     return "the default policy (no DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY)"
+
+
+def _project_path(path: str) -> Path:
+    """*path*, relative to the project (next to ``scrapy.cfg``) unless absolute."""
+    resolved = Path(path)
+    project = closest_scrapy_cfg()
+    if not resolved.is_absolute() and project:
+        resolved = Path(project).parent / resolved
+    return resolved
 
 
 @functools.lru_cache(maxsize=4)
