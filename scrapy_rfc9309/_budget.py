@@ -15,7 +15,7 @@ from scrapy.utils.project import data_path
 
 from ._settings import BUDGET_DEFAULTS, SettingError, redacted_url, with_defaults
 from .budget.policy import BudgetPolicy, PolicyError
-from .budget.storage import StorageError
+from .budget.storage import MemoryStorage, RedisStorage, SQLiteStorage, StorageError
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -95,24 +95,30 @@ def build_storage(settings: BaseSettings) -> BudgetStorage:
     A storage that cannot start (a missing package, a file that cannot be opened) is a
     :class:`SettingError`: the crawl stops at start-up with its one-line message."""
     name = settings.get("DOMAINBUDGET_STORAGE")
+    storage_cls = storage_class(settings)
     try:
-        storage_cls = load_object(name)
-    except (ImportError, NameError, ValueError, AttributeError) as exc:
-        raise SettingError(f"DOMAINBUDGET_STORAGE: cannot load {name!r}: {exc}") from None
-    try:
-        return storage_cls.from_settings(settings)  # type: ignore[no-any-return]
+        return storage_cls.from_settings(settings)
     except StorageError as exc:
         raise SettingError(f"DOMAINBUDGET_STORAGE = {name!r}: {exc}") from None
+
+
+def storage_class(settings: BaseSettings) -> type[BudgetStorage]:
+    """The class DOMAINBUDGET_STORAGE names (an import path or the class itself)."""
+    name = settings.get("DOMAINBUDGET_STORAGE")
+    try:
+        return load_object(name)  # type: ignore[no-any-return]
+    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        raise SettingError(f"DOMAINBUDGET_STORAGE: cannot load {name!r}: {exc}") from None
 
 
 def describe_store(settings: BaseSettings) -> str:
     """Which store the counts are kept in (*settings* as from :func:`budget_settings`),
     for the user to check it is the one they meant; never a password."""
-    storage = str(settings.get("DOMAINBUDGET_STORAGE"))
-    if storage.endswith("SQLiteStorage"):
+    cls = storage_class(settings)
+    if issubclass(cls, SQLiteStorage):
         return f"SQLite {Path(settings.get('DOMAINBUDGET_SQLITE_PATH')).absolute()}"
-    if storage.endswith("RedisStorage"):
+    if issubclass(cls, RedisStorage):
         return f"Redis {redacted_url(str(settings.get('DOMAINBUDGET_REDIS_URL')))}"
-    if storage.endswith("MemoryStorage"):
+    if issubclass(cls, MemoryStorage):
         return "memory (this process only, not kept)"
-    return storage
+    return f"{cls.__module__}.{cls.__qualname__}"

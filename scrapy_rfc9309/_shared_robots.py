@@ -84,7 +84,7 @@ class SharedRobotsFetcher:
             )
             entry = policy.success(robots, now, shared.status)
         elif outcome is FetchOutcome.UNAVAILABLE:
-            entry = policy.unavailable(now, shared.status)
+            entry = policy.unavailable(now, shared.status, shared.reason)
         else:  # unreachable: this process's own last good copy, if it has one
             entry = policy.unreachable(now, previous, shared.status)
         entry = _expiring(entry, now + shared.ttl)
@@ -99,7 +99,8 @@ class SharedRobotsFetcher:
 def _to_shared(fetched: Fetched) -> SharedFetch:
     entry = fetched.entry
     body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
-    return SharedFetch(entry.outcome.value, entry.status, body, entry.expires_at - entry.fetched_at)
+    ttl = entry.expires_at - entry.fetched_at
+    return SharedFetch(entry.outcome.value, entry.status, body, ttl, entry.reason)
 
 
 def _expiring(entry: RobotsEntry, expires_at: float) -> RobotsEntry:

@@ -10,10 +10,17 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._budget import budget_settings, build_storage, describe_store, load_policy, unix_time
+from .._budget import (
+    budget_settings,
+    build_storage,
+    describe_store,
+    load_policy,
+    storage_class,
+    unix_time,
+)
 from .._settings import SettingError
 from ..budget.policy import PolicyError, day_of, zone
-from ..budget.storage import StorageError
+from ..budget.storage import SQLiteStorage, StorageError
 
 
 class Command(ScrapyCommand):
@@ -42,12 +49,13 @@ class Command(ScrapyCommand):
         if opts.day is not None:
             _check_day(opts.day)
         settings = budget_settings(self.settings)
-        store = describe_store(settings)
         sqlite_path = Path(settings.get("DOMAINBUDGET_SQLITE_PATH")).absolute()
         try:
+            store = describe_store(settings)
             policy = load_policy(settings)
             day = opts.day or day_of(unix_time(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
-            if store.startswith("SQLite") and not sqlite_path.exists():
+            sqlite = issubclass(storage_class(settings), SQLiteStorage)
+            if sqlite and not sqlite_path.exists():
                 # A look must not create a store (outside a project: ./.scrapy/).
                 print(f"No budget store at {sqlite_path}: nothing recorded.")
                 return

@@ -61,14 +61,14 @@ class CrawlDelayThrottle:
             ) from exc
         self.crawler = crawler
         self.stats = crawler.stats
-        fleet = fleet_url(settings)
-        self._fleet = self._fleet_gates(crawler, fleet)
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
         if not self.max_delay:
             raise SettingError(
                 "CRAWLDELAY_MAX_DELAY must be more than 0 (it caps the Crawl-delay obeyed, "
                 "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
             )
+        fleet = fleet_url(settings)
+        self._fleet = self._fleet_gates(crawler, fleet)
         self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):

@@ -43,16 +43,21 @@ class SharedFetch:
     status: int | None
     body: bytes | None
     ttl: float
+    #: Why a fetch ended without a status (a failed redirect), in words.
+    reason: str | None = None
 
     def encode(self) -> str:
         body = base64.b64encode(self.body).decode() if self.body is not None else None
-        return json.dumps({"outcome": self.outcome, "status": self.status, "body": body})
+        record = {"outcome": self.outcome, "status": self.status, "body": body}
+        if self.reason is not None:
+            record["reason"] = self.reason
+        return json.dumps(record)
 
     @classmethod
     def decode(cls, data: bytes, ttl: float) -> SharedFetch:
         record = json.loads(data)
         body = base64.b64decode(record["body"]) if record["body"] is not None else None
-        return cls(record["outcome"], record["status"], body, ttl)
+        return cls(record["outcome"], record["status"], body, ttl, record.get("reason"))
 
 
 class SharedRobots:

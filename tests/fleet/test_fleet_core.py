@@ -167,3 +167,12 @@ async def test_a_gate_reserves_the_next_start_as_a_request_leaves_only_if_anothe
         return admitted, ahead, admitted_alone, gates.reservations
 
     assert await on_loop(scenario()) == (True, 2, True, 2)
+
+
+def test_a_shared_fetch_keeps_the_cause_of_a_failed_redirect():
+    # Fleet readers report "redirect loop" as the fetching process does, not "network error".
+    fetch = SharedFetch("unavailable", None, None, ttl=60, reason="redirect loop")
+    assert SharedFetch.decode(fetch.encode().encode(), 60).reason == "redirect loop"
+    # A record written without the field (by an older version) still decodes.
+    old = b'{"outcome": "unavailable", "status": 404, "body": null}'
+    assert SharedFetch.decode(old, 60) == SharedFetch("unavailable", 404, None, 60)
