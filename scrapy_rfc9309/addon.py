@@ -32,10 +32,16 @@ BUDGET_ORDER = 950
 CRAWLDELAY_ORDER = 500
 
 
+#: The scheduler priority queue that releases a request only when its host is ready.
+HOST_READY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
+
+
 class Addon:
     """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's, adds
-    the package's components, keeping any order the user already set, and turns the
-    Crawl-delay throttle on unless the user turned it off.  Logs a WARNING for each
+    the package's components, keeping any order the user already set, turns the
+    Crawl-delay throttle on unless the user turned it off, and has the scheduler
+    release requests only to ready hosts unless the project chose its own
+    ``SCHEDULER_PRIORITY_QUEUE``.  Logs a WARNING for each
     setting that would silently do nothing (see :func:`._settings.mistakes`)."""
 
     def update_settings(self, settings: BaseSettings) -> None:
@@ -51,6 +57,8 @@ class Addon:
             "EXTENSIONS", CrawlDelayThrottle, CRAWLDELAY_ORDER
         )
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
+        if not settings.getint("CONCURRENT_REQUESTS_PER_IP"):  # per host, not per IP
+            settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
         if not settings.getbool("ROBOTSTXT_OBEY") and deliberate(settings, "ROBOTSTXT_OBEY"):

@@ -1,14 +1,38 @@
-"""Every access to Scrapy's downloader slots, in one place: Scrapy plans to replace
-its slot API, and only this module should have to follow.
+"""Every reach into Scrapy's private parts, in one module, each checked by behaviour
+against the running Scrapy when a crawl starts (:func:`check_slots`,
+:func:`check_engine`, :func:`leave_out_of_concurrency`): a Scrapy release that moved
+one stops the crawl with a message naming it, instead of a crawl that runs
+unthrottled or hangs.
 
-Scrapy spaces the requests of a slot by ``slot.download_delay()``, drawn anew at
-every gap: ``slot.delay`` varied by ``±slot.jitter``, where AutoThrottle rewrites
-``slot.delay`` after each response.  A floor therefore has to apply *after* both,
-inside ``download_delay()`` itself: a floored slot's class becomes a subclass whose
-``download_delay()`` is ``max(floor, Slot.download_delay())``.  Scrapy's ``Slot``
-has ``__slots__``, so the subclass adds no field (its instances keep the layout
-that ``__class__`` assignment needs) and carries the floor as a class attribute:
-one small class per distinct floor value.
+Public attributes are used where they give the guarantee (``Downloader.slots``,
+``Slot.delay``/``jitter`` are what Scrapy's own AutoThrottle uses); the private reaches
+left, and why no public one does:
+
+=====================================  =============================================
+reach                                  why
+=====================================  =============================================
+a floored slot's ``__class__``         ``download_delay()`` is drawn anew at every
+                                       gap from ``delay`` and ``jitter``, which
+                                       AutoThrottle rewrites after each response: a
+                                       floor must apply after both, inside it; and
+                                       ``free_transfer_slots()`` is the only point
+                                       where the downloader asks before it starts a
+                                       request (one at a time, end to start).
+``Slot.lastseen``                      the downloader spaces starts from it: moved to
+                                       the end of a response, it spaces end to start.
+``Downloader._process_queue(slot)``    has a slot look at its queue again once its
+                                       previous request has ended.
+``Downloader.active``                  tells a request the scheduler released that is
+                                       still being handled from one that is done
+                                       (dropped by a middleware or downloaded).
+``engine._slot.nextcall.schedule()``   has the engine ask the scheduler again when a
+                                       host becomes ready (it asks by itself only
+                                       when a request ends, and every 5 s).
+=====================================  =============================================
+
+Scrapy's ``Slot`` has ``__slots__``, so the floored subclass adds no field (its
+instances keep the layout that ``__class__`` assignment needs) and carries the floor
+and the gate as class attributes: one small class per distinct (floor, gate).
 """
 
 from __future__ import annotations
@@ -17,13 +41,33 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import scrapy.core.downloader as _downloader
+import scrapy
+from scrapy import Request
 from scrapy.core.downloader import Downloader, Slot
+from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+
+class SeamError(RuntimeError):
+    """A private part of Scrapy this package relies on no longer behaves as expected."""
+
+    def __init__(self, seam: str, detail: str) -> None:
+        super().__init__(
+            f"Scrapy {scrapy.__version__} changed {seam} ({detail}): the Crawl-delay "
+            f"throttle cannot keep its floor with it; set CRAWLDELAY_ENABLED = False, or "
+            f"use a Scrapy version this package supports"
+        )
+        self.seam = seam
+
+
+class Gate(Protocol):
+    """Asked, when a floored slot could start its next request, whether it may: a
+    ``True`` means the downloader starts it now."""
+
+    def admits(self, slot: Slot) -> bool: ...
 
 
 def slot_key(request: Request) -> str | None:
@@ -49,19 +93,26 @@ def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
     return settings.getfloat("DOWNLOAD_DELAY"), per_slot
 
 
-#: Floored classes by (base class, floor); distinct floors are few in practice, but
-#: a broad crawl could meet many: past this many, the cache starts over.
+def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:
+    """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
+    slots that ``DOWNLOAD_SLOTS`` gives another one."""
+    per_slot = {
+        key: int(options["concurrency"])
+        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
+        if "concurrency" in options
+    }
+    return settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"), per_slot
+
+
+# -- floored slots -----------------------------------------------------------
+
+#: Floored classes by (base class, floor, gate); distinct floors are few in practice,
+#: but a broad crawl could meet many: past this many, the cache starts over.
 _MAX_FLOORED_CLASSES = 256
-_FLOORED_CLASSES: dict[tuple[type[Slot], float, Gate | None], type[Slot]] = {}
+_FLOORED_CLASSES: dict[tuple[type[Slot], float, Gate], type[Slot]] = {}
 
 
-class Gate(Protocol):
-    """Decides, when a slot could release its next request, whether it may now."""
-
-    def admits(self, slot: Slot) -> bool: ...
-
-
-def _floored_class(base: type[Slot], floor: float, gate: Gate | None) -> type[Slot]:
+def _floored_class(base: type[Slot], floor: float, gate: Gate) -> type[Slot]:
     cls = _FLOORED_CLASSES.get((base, floor, gate))
     if cls is None:
         if len(_FLOORED_CLASSES) >= _MAX_FLOORED_CLASSES:
@@ -70,49 +121,23 @@ def _floored_class(base: type[Slot], floor: float, gate: Gate | None) -> type[Sl
         def download_delay(self: Slot) -> float:
             return max(floor, base.download_delay(self))
 
+        def free_transfer_slots(self: Slot) -> int:
+            # Scrapy starts a queued request only while this is positive.
+            if self.transferring or base.free_transfer_slots(self) <= 0:
+                return 0
+            return 1 if gate.admits(self) else 0
+
         namespace: dict[str, Any] = {
             "__slots__": (),
             "floor": floor,
+            "gate": gate,
             "base": base,
             "download_delay": download_delay,
+            "free_transfer_slots": free_transfer_slots,
         }
-        if gate is not None:
-            # Scrapy releases a queued request only while this is positive.
-            def free_transfer_slots(self: Slot) -> int:
-                free = base.free_transfer_slots(self)
-                return free if free <= 0 or gate.admits(self) else 0
-
-            namespace["free_transfer_slots"] = free_transfer_slots
         cls = type(f"Floored{base.__name__}", (base,), namespace)
         _FLOORED_CLASSES[base, floor, gate] = cls
     return cls
-
-
-class SlotSeamError(RuntimeError):
-    """Scrapy's downloader slots no longer work the way this module relies on."""
-
-
-def check_seam() -> None:
-    """Verify on a real ``Slot`` of the installed Scrapy that a floor can be set and
-    holds against its delay, and can be removed; raise :class:`SlotSeamError` if not
-    (a Scrapy release changed ``Slot``), so that the crawl stops at start-up instead
-    of throttling silently stopping inside a signal handler."""
-    try:
-        probe = Slot(1, 0.1, 0)  # no jitter (the third argument across versions)
-        set_floor(probe, 5.0)
-        floored = probe.download_delay()
-        set_floor(probe, 0.0)
-        restored = probe.download_delay()
-        last_start(probe)
-        probe.free_transfer_slots()
-        probe.latercall  # noqa: B018 (read by wake())
-        queued(probe)
-        Downloader._process_queue  # noqa: B018
-        Downloader.needs_backout  # noqa: B018
-    except (TypeError, AttributeError) as exc:
-        raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
-    if floored != 5.0 or restored != 0.1 or type(probe) is not Slot:
-        raise SlotSeamError(f"a floor of 5 s gave {floored!r}, removing it {restored!r}")
 
 
 def floor_of(slot: Slot) -> float:
@@ -120,12 +145,139 @@ def floor_of(slot: Slot) -> float:
     return float(getattr(type(slot), "floor", 0.0))
 
 
-def set_floor(slot: Slot, floor: float, gate: Gate | None = None) -> None:
-    """From now on, at least *floor* seconds between the starts of *slot*'s requests,
-    whatever its delay, jitter or AutoThrottle say (0 removes the floor).  With a
-    *gate*, a request leaves only when the gate also admits it (see :func:`wake`)."""
+def is_gated(slot: Slot) -> bool:
+    """Whether *slot* asks a gate before it starts a request."""
+    return getattr(type(slot), "gate", None) is not None
+
+
+def set_floor(slot: Slot, floor: float, gate: Gate | None) -> None:
+    """From now on, *slot* starts a request only when none of its requests is being
+    downloaded, at least *floor* seconds after the last one started or ended (see
+    :func:`mark_end`) whatever its delay, jitter or AutoThrottle say, and when *gate*
+    admits it.  ``None`` gives back Scrapy's own slot."""
     base: type[Slot] = getattr(type(slot), "base", type(slot))
-    slot.__class__ = _floored_class(base, floor, gate) if floor > 0 else base
+    slot.__class__ = base if gate is None else _floored_class(base, floor, gate)
+
+
+def queued_key(slot: Slot) -> str | None:
+    """The slot key of the request *slot* would start next, if it has one queued."""
+    return slot_key(slot.queue[0][0]) if slot.queue else None
+
+
+def queued(slot: Slot) -> int:
+    """How many requests wait in *slot*'s queue (not yet sent)."""
+    return len(slot.queue)
+
+
+def transferring(slot: Slot) -> int:
+    """How many of *slot*'s requests are being downloaded."""
+    return len(slot.transferring)
+
+
+def wake(crawler: Crawler, key: str) -> None:
+    """Have the downloader look at slot *key*'s queue again (after a gate that refused
+    a request would now admit it)."""
+    live = slot(crawler, key)
+    if live is not None and not live.latercall:
+        crawler.engine.downloader._process_queue(live)
+
+
+# -- the slot clock ----------------------------------------------------------
+
+#: The clock the running Scrapy's downloader stamps ``slot.lastseen`` with, as
+#: :func:`check_downloader` found it (``time.monotonic`` since Scrapy 2.16).
+_slot_clock: Callable[[], float] = time.monotonic
+
+
+def slot_clock() -> float:
+    """The time on the clock of :func:`last_seen`."""
+    return _slot_clock()
+
+
+def last_seen(slot: Slot) -> float:
+    """When *slot* last started a request, or ended one (see :func:`mark_end`)."""
+    return float(slot.lastseen)
+
+
+def mark_end(slot: Slot) -> None:
+    """A request of *slot* ended now: its next one is spaced from now."""
+    slot.lastseen = max(slot.lastseen, _slot_clock())
+
+
+def continue_after(slot: Slot, seen: float) -> None:
+    """*slot* replaces a collected one last seen at *seen*: its next request waits as
+    if the old slot had lived on."""
+    slot.lastseen = max(slot.lastseen, seen)
+
+
+# -- start-up checks -----------------------------------------------------------
+
+
+class _Refusing:
+    """A gate that refuses, and says whether it was asked."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def admits(self, slot: Slot) -> bool:
+        self.asked = True
+        return False
+
+
+def check_slots() -> None:
+    """Verify on a probe slot, with Scrapy's own ``Downloader._process_queue``, that a
+    floor spaces from ``lastseen`` (which tells the slot clock), that a gate is asked
+    before a start and can hold it, and that the floor comes off again; raise
+    :class:`SeamError` naming what moved.  Nothing is downloaded: the probe's only
+    request is a ``data:`` URL that the gate holds, and the downloader is a bare
+    instance (``_process_queue`` uses none of its state)."""
+    global _slot_clock
+    probe = Slot(1, 0.0, 0.0)
+    downloader = Downloader.__new__(Downloader)
+    try:
+        gate = _Refusing()
+        set_floor(probe, 1000.0, gate)
+        if probe.download_delay() != 1000.0:
+            raise SeamError("Slot.download_delay", "a floored slot's delay is not the floor")
+        probe.queue.append((Request("data:,probe"), Deferred()))
+        for clock in (time.monotonic, time.time):
+            probe.lastseen = clock()
+            downloader._process_queue(probe)
+            if probe.latercall is not None:
+                _slot_clock = clock
+                break
+        else:
+            raise SeamError(
+                "Downloader._process_queue", "it no longer waits for Slot.lastseen + the delay"
+            )
+        probe.close()
+        probe.lastseen = _slot_clock() - 2000.0  # the floor has passed
+        downloader._process_queue(probe)
+        if not gate.asked or len(probe.queue) != 1:
+            raise SeamError(
+                "Slot.free_transfer_slots", "the downloader starts requests without asking it"
+            )
+        set_floor(probe, 0.0, None)
+        if type(probe) is not Slot or probe.download_delay() != 0.0:
+            raise SeamError("Slot", "a floored slot cannot be given back")
+    except (AttributeError, TypeError) as exc:
+        raise SeamError("the downloader's slots", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        probe.close()
+
+
+def check_engine(crawler: Crawler) -> None:
+    """Verify, once the engine exists, what :func:`in_downloader` and
+    :func:`wake_engine` use: the downloader's set of the requests it handles, and the
+    engine's call that has it ask the scheduler (called once: a harmless extra look)."""
+    engine = crawler.engine
+    try:
+        if not isinstance(engine.downloader.active, set):
+            raise SeamError("Downloader.active", "it is no longer a set of requests")
+        if not wake_engine(crawler):
+            raise SeamError("ExecutionEngine._slot", "the engine has no open slot")
+    except (AttributeError, TypeError) as exc:
+        raise SeamError("the engine", f"{type(exc).__name__}: {exc}") from exc
 
 
 def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> None:
@@ -135,60 +287,39 @@ def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> No
     Scrapy counts a request against ``CONCURRENT_REQUESTS`` from the moment it
     reaches the downloader, including while it waits in its slot's queue for the
     slot's delay: a few hosts with a long Crawl-delay would hold every place, and
-    the engine would stop taking requests for the other hosts.
+    the engine would stop taking requests for the other hosts.  Checked by
+    behaviour first: with as many requests active as places, Scrapy's own test must
+    back out (it is the one replaced).
     """
     downloader = crawler.engine.downloader
-    try:
-        len(downloader.active) + downloader.total_concurrency
-    except (AttributeError, TypeError) as exc:
-        raise SlotSeamError(f"{type(exc).__name__}: {exc}") from exc
+    original = downloader.needs_backout
+    total = downloader.total_concurrency
 
     def needs_backout() -> bool:
-        total = downloader.total_concurrency
         return 0 < total <= len(downloader.active) - waiting()
 
+    probes = [Request(f"data:,{n}") for n in range(total)]
+    downloader.active.update(probes)
+    try:
+        held = original()
+    finally:
+        downloader.active.difference_update(probes)
+    if total and not held:
+        raise SeamError("Downloader.needs_backout", "it does not count Downloader.active")
     downloader.needs_backout = needs_backout  # type: ignore[method-assign]
 
 
-def poll_scheduler(crawler: Crawler) -> None:
-    """Have the engine ask the scheduler for requests now, as its heartbeat does every
-    5 s.  The engine otherwise asks only when one of its own requests ends: a process
-    whose requests all wait for a Crawl-delay would not look at a shared queue
-    (scrapy-redis) for seconds, though its places are free."""
+def in_downloader(crawler: Crawler, request: Request) -> bool:
+    """Whether *request*, released by the scheduler, is still being handled by the
+    downloader (its middlewares or a download)."""
+    return request in crawler.engine.downloader.active
+
+
+def wake_engine(crawler: Crawler) -> bool:
+    """Have the engine ask the scheduler for requests soon; False if it has no open
+    slot (the crawl is closing)."""
     engine_slot = getattr(crawler.engine, "_slot", None)
-    if engine_slot is not None:
-        engine_slot.nextcall.schedule()
-
-
-def queued(slot: Slot) -> int:
-    """How many requests wait in *slot*'s queue (not yet sent)."""
-    return len(slot.queue)
-
-
-def wake(crawler: Crawler, key: str) -> None:
-    """Have the downloader look at slot *key*'s queue again (after its gate, which
-    refused a request, would now admit it)."""
-    live = slot(crawler, key)
-    if live is not None and not live.latercall:
-        crawler.engine.downloader._process_queue(live)
-
-
-# The clock Scrapy's downloader stamps ``slot.lastseen`` with: ``time.monotonic``
-# since Scrapy 2.16, ``time.time`` before.
-_SLOT_CLOCK = time.monotonic if hasattr(_downloader, "monotonic") else time.time
-
-
-def slot_clock() -> float:
-    """The clock of :func:`last_start` (the one Scrapy's downloader uses)."""
-    return _SLOT_CLOCK()
-
-
-def last_start(slot: Slot) -> float:
-    """When *slot* last started a request (on the clock of :func:`slot_clock`)."""
-    return float(slot.lastseen)
-
-
-def continue_after(slot: Slot, started: float) -> None:
-    """*slot* replaces a collected one whose last request started at *started*: its
-    next request waits as if the old slot had lived on."""
-    slot.lastseen = max(slot.lastseen, started)
+    if engine_slot is None:
+        return False
+    engine_slot.nextcall.schedule()
+    return True

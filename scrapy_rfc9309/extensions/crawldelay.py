@@ -5,10 +5,16 @@ The configured delay is ``DOWNLOAD_DELAY`` or the slot's ``DOWNLOAD_SLOTS`` dela
 the policy's is its ``delay`` (or ``1 / qps``) for the host; the robots.txt delay is
 that of the group applying to the crawler's product token, learnt from Scrapy's
 ``robots_parsed`` signal (sent by this package's robots middleware and by Scrapy's
-built-in one), capped at ``CRAWLDELAY_MAX_DELAY``.  The floor holds whatever the
-jitter or AutoThrottle do to the slot's own delay (see :mod:`._slots`), for requests
-already queued when a robots.txt arrives, and for a slot that Scrapy collected
-while idle and made again.
+built-in one), capped at ``CRAWLDELAY_MAX_DELAY``.
+
+The floor is kept end to start (see :mod:`._gate`): a floored host gets its next
+request, robots.txt included, no earlier than the floor after the previous response
+from it completed, whatever the jitter or AutoThrottle do to the slot's own delay
+(see :mod:`._slots`), for requests already queued when a robots.txt arrives, and for
+a slot that Scrapy collected while idle and made again.  With ``FLEET_REDIS_URL``,
+the same holds across the fleet's processes (see :mod:`._fleet`).  The scheduler's
+queue (:mod:`..pqueues`) releases a request only when its host is ready, so that
+requests seldom wait in the downloader.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.task import LoopingCall
 
 from .._budget import load_policy
-from .._robots import ROBOTS_PARSED, authority_of, crawler_token
+from .._hostclock import host_clock
+from .._robots import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token
 from .._settings import (
     CRAWLDELAY_DEFAULTS,
     SettingError,
@@ -35,7 +43,8 @@ from .._settings import (
 from ..robotparser import RobotParser
 from . import _slots
 from ._fleet import FleetGates
-from ._laststarts import LastStarts
+from ._gate import EndToStartGate
+from ._lastseen import LastSeen
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -47,18 +56,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+#: A fleet's hold on a host outlives the request's download timeout by this much.
+LEASE_MARGIN = 5.0
+
+
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
         settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
         if not flag(settings, "CRAWLDELAY_ENABLED"):
             raise NotConfigured
         try:
-            _slots.check_seam()
-        except _slots.SlotSeamError as exc:
-            raise SettingError(
-                f"CRAWLDELAY_ENABLED: this Scrapy version's download slots do not take a "
-                f"floor ({exc}); set CRAWLDELAY_ENABLED = False or use a supported Scrapy"
-            ) from exc
+            _slots.check_slots()
+        except _slots.SeamError as exc:
+            raise SettingError(f"CRAWLDELAY_ENABLED: {exc}") from exc
         self.crawler = crawler
         self.stats = crawler.stats
         self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
@@ -68,7 +78,9 @@ class CrawlDelayThrottle:
                 "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
             )
         fleet = fleet_url(settings)
-        self._fleet = self._fleet_gates(crawler, fleet)
+        lease = settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN
+        self._fleet = self._fleet_gates(crawler, fleet, lease)
+        self._gate = EndToStartGate(self.floor, self._fleet)
         self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -80,12 +92,15 @@ class CrawlDelayThrottle:
         self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
         self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
         self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
-        self._last_starts = LastStarts(self.floor, _slots.slot_clock)
+        self._last_seen = LastSeen(self.floor, _slots.slot_clock)
+        clock = host_clock(crawler)
+        clock.floor, clock.last_seen, clock.now = self.floor, self._last_seen.get, _slots.slot_clock
         self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
         self._poll: LoopingCall | None = None
         logger.info(
             "Crawl-delay throttle: requests to a host at least max(DOWNLOAD_DELAY = %.6g s, "
-            "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) apart; %s",
+            "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
+            "previous one ended; %s",
             self._default_delay,
             self.max_delay,
             f"spacing shared through the fleet Redis {redacted_url(fleet)}"
@@ -95,23 +110,23 @@ class CrawlDelayThrottle:
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
-        if self.max_waiting:
-            crawler.signals.connect(self._engine_started, signal=signals.engine_started)
+        crawler.signals.connect(self._engine_started, signal=signals.engine_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     @staticmethod
-    def _fleet_gates(crawler: Crawler, url: str | None) -> FleetGates | None:
+    def _fleet_gates(crawler: Crawler, url: str | None, lease: float) -> FleetGates | None:
         if not url:
             return None
-        gates = FleetGates(crawler, url)
+        gates = FleetGates(crawler, url, lease)
         crawler.signals.connect(gates.close, signal=signals.spider_closed)
         return gates
 
     def floor(self, key: str) -> float:
-        """The least time between request starts of slot *key*, in seconds."""
+        """The least time from the end of one request of slot *key* to the start of
+        the next, in seconds."""
         configured = self._slot_delays.get(key, self._default_delay)
         return max(configured, *self._site_delays.get(key, {}).values(), 0.0)
 
@@ -147,26 +162,33 @@ class CrawlDelayThrottle:
             self._update(key, authority, request)
 
     #: While requests wait in floored slots, the engine asks the scheduler for more
-    #: this often (see _slots.poll_scheduler).
+    #: this often (see _slots.wake_engine).
     POLL_INTERVAL = 0.2
 
     def _engine_started(self) -> None:
         try:
-            _slots.leave_out_of_concurrency(self.crawler, self.waiting)
-        except _slots.SlotSeamError as exc:
-            logger.warning(
-                "This Scrapy version's downloader changed (%s): requests waiting for a "
-                "Crawl-delay count against CONCURRENT_REQUESTS",
-                exc,
-            )
+            _slots.check_engine(self.crawler)
+            if self.max_waiting:
+                _slots.leave_out_of_concurrency(self.crawler, self.waiting)
+        except _slots.SeamError as exc:
+            self._stop(exc)
             return
-        self._poll = LoopingCall(self._poll_while_waiting)
-        self._poll.start(self.POLL_INTERVAL, now=False)
-        self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+        if self.max_waiting:
+            self._poll = LoopingCall(self._poll_while_waiting)
+            self._poll.start(self.POLL_INTERVAL, now=False)
+            self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+
+    def _stop(self, exc: _slots.SeamError) -> None:
+        """Stop the crawl before any request is sent: a seam moved."""
+        logger.error("%s", exc)
+        self.stats.set_value("crawldelay/seam_changed", exc.seam)
+        engine = self.crawler.engine
+        engine.pause()
+        deferred_from_coro(engine.close_spider_async(reason="crawldelay_seam_changed"))
 
     def _poll_while_waiting(self) -> None:
         if self.waiting():
-            _slots.poll_scheduler(self.crawler)
+            _slots.wake_engine(self.crawler)
 
     def _engine_stopped(self) -> None:
         if self._poll is not None and self._poll.running:
@@ -174,20 +196,33 @@ class CrawlDelayThrottle:
 
     def _reached(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
-        if key is not None:
-            self._update(key, authority_of(request), request)
+        if key is None:
+            return
+        self._update(key, authority_of(request), request)
+        if self._fleet is not None and request.meta.get(META_ROBOTS):
+            # A robots.txt fetch is spaced by the fleet too, from the first one on: the
+            # processes that wait for its copy learn the floor from it, and their first
+            # request must wait the floor after it ended.
+            slot = _slots.slot(self.crawler, key)
+            if slot is not None and not _slots.is_gated(slot):
+                _slots.set_floor(slot, 0.0, self._gate)
 
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
-        if key is None:
+        slot = _slots.slot(self.crawler, key) if key is not None else None
+        if key is None or slot is None:
             return
-        slot = _slots.slot(self.crawler, key)
-        if slot is None or not _slots.floor_of(slot):
+        _slots.mark_end(slot)
+        self._last_seen.record(key, _slots.last_seen(slot))
+        started_by_gate = self._gate.ended(key)
+        if not _slots.is_gated(slot):
             return
-        forgotten = self._last_starts.record(key, _slots.last_start(slot))
-        if self._fleet is not None:
-            for old_key in forgotten:
-                self._fleet.forget(old_key)
+        floor = self.floor(key)
+        if self._fleet is not None and started_by_gate:
+            self._fleet.ended(key, floor)
+        if not floor:  # a fleet's robots.txt fetch, done: the slot is Scrapy's again
+            _slots.set_floor(slot, 0.0, None)
+        _slots.wake(self.crawler, key)
 
     # -- concurrency -----------------------------------------------------
 
@@ -195,7 +230,8 @@ class CrawlDelayThrottle:
         """How many requests wait in floored slots for their turn, up to
         ``CRAWLDELAY_MAX_WAITING``: these do not count against ``CONCURRENT_REQUESTS``,
         so that a host with a long Crawl-delay cannot hold every place while its
-        requests wait, and the other hosts crawl as fast as without it."""
+        requests wait (the first page after a robots.txt, a request that bypassed the
+        scheduler's queue), and the other hosts crawl as fast as without it."""
         count = 0
         for key in list(self._queueing_keys):
             slot = _slots.slot(self.crawler, key)
@@ -229,11 +265,14 @@ class CrawlDelayThrottle:
             self._queueing_keys.add(key)  # see waiting()
         if slot is None or _slots.floor_of(slot) == floor:
             return
-        last_start = self._last_starts.get(key)
-        if _slots.floor_of(slot) == 0 and last_start is not None:
-            # Scrapy collected the idle slot and made a new one: keep the spacing.
-            _slots.continue_after(slot, last_start)
-        _slots.set_floor(slot, floor, self._fleet.gate(key) if self._fleet else None)
+        if not _slots.is_gated(slot):
+            last_seen = self._last_seen.get(key)
+            if last_seen is not None:
+                # Scrapy collected the idle slot and made a new one: keep the spacing.
+                _slots.continue_after(slot, last_seen)
+            if _slots.transferring(slot):
+                self._gate.started_elsewhere(key)  # its end comes before the next start
+        _slots.set_floor(slot, floor, self._gate if floor else None)
         if floor > self._slot_delays.get(key, self._default_delay):
             self.stats.inc_value("crawldelay/applied")
-        logger.debug("Slot %s: at least %.6g s between request starts", key, floor)
+        logger.debug("Slot %s: at least %.6g s from one request's end to the next", key, floor)

@@ -1,14 +1,20 @@
-"""Request spacing shared by a fleet of crawler processes, in Redis.
+"""Request spacing shared by a fleet of crawler processes, in Redis: end to start.
 
 Each floored host has one key, ``{prefix}:{host}`` (one key per call: safe for Redis
-Cluster), holding the earliest time the fleet's next request may start and the
-largest floor any process asked for.  Reserving a start is one atomic script on the
-server's clock (``TIME``), so the machines' clocks do not matter:
+Cluster), holding when the fleet's last request to it ended (``end``), until when a
+process holds it for a request on the wire (``busy``), and the largest floor any
+process asked for (``floor``).  Both calls are atomic scripts on the server's clock
+(``TIME``), so the machines' clocks do not matter:
 
-    start = max(now, next); next = start + floor
+* ``acquire``: if nobody holds the host and ``floor`` has passed since ``end``, hold
+  it for at most ``lease`` seconds and answer 0 (start now); else answer how long to
+  wait before asking again;
+* ``release``: the request ended now (``end = now``), nobody holds the host.
 
-and the caller waits ``start - now``.  Keys expire after ten idle minutes (a lowered
-floor is forgotten then).  Pure asyncio: no Scrapy, no Twisted.
+So the fleet's next request to a host starts no earlier than ``floor`` after the
+previous one ended, whichever process sent either.  A process killed mid-request
+holds its hosts until their lease runs out.  Keys expire after ten idle minutes (a
+lowered floor is forgotten then).  Pure asyncio: no Scrapy, no Twisted.
 """
 
 from __future__ import annotations
@@ -18,22 +24,38 @@ import hashlib
 from ..budget.resp import RedisReplyError
 from . import fleet_client
 
-#: KEYS[1] = the host's key; ARGV[1] = the floor in microseconds.
-#: Returns the microseconds to wait before starting.
-_RESERVE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local stored = redis.call('HMGET', KEYS[1], 'next', 'floor')
-local floor = math.max(tonumber(ARGV[1]), tonumber(stored[2]) or 0)
-local start = math.max(now, tonumber(stored[1]) or 0)
-redis.call('HSET', KEYS[1], 'next', start + floor, 'floor', floor)
-redis.call('PEXPIRE', KEYS[1], math.floor(floor / 1000) + 600000)
-return start - now
+_NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+# Numbers are written with %.0f: Lua's own tostring keeps 14 digits, not a microsecond.
+_STORE = """
+redis.call('HSET', KEYS[1], 'busy', string.format('%.0f', busy), 'end',
+  string.format('%.0f', last_end), 'floor', string.format('%.0f', floor))
+redis.call('PEXPIRE', KEYS[1], math.floor((busy - now + floor) / 1000) + 600000)
 """
-_SHA = hashlib.sha1(_RESERVE.encode()).hexdigest()
+_LOAD = """
+local stored = redis.call('HMGET', KEYS[1], 'busy', 'end', 'floor')
+local floor = math.max(tonumber(ARGV[1]), tonumber(stored[3]) or 0)
+local busy = tonumber(stored[1]) or 0
+local last_end = tonumber(stored[2]) or 0
+"""
+#: KEYS[1] = the host's key; ARGV = floor, lease, poll (microseconds).
+#: Returns the microseconds to wait before asking again, 0 to start now.
+_ACQUIRE = (
+    _NOW
+    + _LOAD
+    + """
+if now < busy then return math.max(math.min(busy - now, tonumber(ARGV[3]), floor), 1000) end
+if now < last_end + floor then return last_end + floor - now end
+busy = now + tonumber(ARGV[2])
+"""
+    + _STORE
+    + "return 0\n"
+)
+#: KEYS[1] = the host's key; ARGV[1] = floor (microseconds).
+_RELEASE = _NOW + _LOAD + "busy = now\nlast_end = now\n" + _STORE + "return 1\n"
 
-#: Idle keys live this long (milliseconds, on top of their floor).
-IDLE_EXPIRY_MS = 600_000
+#: While another process holds a host, ask again at least this often (seconds), so
+#: that a host with no floor yet (its robots.txt on the wire) is not polled endlessly.
+POLL_MIN = 0.05
 
 
 class SpacingError(Exception):
@@ -41,26 +63,39 @@ class SpacingError(Exception):
 
 
 class FleetSpacing:
-    """``await spacing.reserve("example.com", 1.0)`` -> seconds to wait before the
-    request to that host may start, for the whole fleet sharing *url*'s Redis."""
+    """``await spacing.acquire("example.com", 1.0, 190)`` -> seconds to wait before
+    asking again (0: start now, the host is held for at most 190 s);
+    ``await spacing.release("example.com", 1.0)`` once that request ended."""
 
     def __init__(self, url: str, prefix: str = "rfc9309:spacing", timeout: float = 2.0):
         self.prefix = prefix
         self._redis = fleet_client(url, timeout)
 
-    async def reserve(self, host: str, floor: float) -> float:
+    async def acquire(self, host: str, floor: float, lease: float) -> float:
+        poll = max(floor, POLL_MIN)
+        waited = await self._eval(_ACQUIRE, host, floor, lease, poll)
+        return max(int(waited), 0) / 1_000_000
+
+    async def release(self, host: str, floor: float) -> None:
+        await self._eval(_RELEASE, host, floor)
+
+    async def _eval(self, script: str, host: str, *seconds: float) -> int:
         key = f"{self.prefix}:{host}"
-        micros = int(floor * 1_000_000)
+        args = [int(value * 1_000_000) for value in seconds]
+        sha = _SHAS[script]
         try:
             try:
-                waited = await self._redis.call("EVALSHA", _SHA, 1, key, micros)
+                reply = await self._redis.call("EVALSHA", sha, 1, key, *args)
             except RedisReplyError as exc:
                 if not str(exc).startswith("NOSCRIPT"):
                     raise
-                waited = await self._redis.call("EVAL", _RESERVE, 1, key, micros)
+                reply = await self._redis.call("EVAL", script, 1, key, *args)
         except Exception as exc:
             raise SpacingError(str(exc)) from exc
-        return max(int(waited), 0) / 1_000_000
+        return int(reply)
 
     def close(self) -> None:
         self._redis.close()
+
+
+_SHAS = {script: hashlib.sha1(script.encode()).hexdigest() for script in (_ACQUIRE, _RELEASE)}

@@ -1,4 +1,4 @@
-"""The fleet's Redis primitives against a real redis-server: spacing reservations on the
+"""The fleet's Redis primitives against a real redis-server: hosts held and let go on the
 server's clock, and the robots.txt lock that a dead process cannot hold for long."""
 
 import asyncio
@@ -20,28 +20,43 @@ def url(redis_server):
 
 
 @pytest_twisted.ensureDeferred
-async def test_concurrent_reservations_are_spaced_by_the_floor(url):
+async def test_one_process_at_a_time_holds_a_host_and_the_next_waits_the_floor_after_the_end(url):
     spacing = FleetSpacing(url)
-    server = redis.Redis.from_url(url)
-    seconds, micros = server.time()
-    before = seconds + micros / 1e6  # the server's clock, which the starts are on
 
     async def scenario():
-        started = asyncio.get_running_loop().time()
-        waits = await asyncio.gather(*(spacing.reserve("a.example", 0.5) for _ in range(6)))
-        window = asyncio.get_running_loop().time() - started  # the calls' spread, at most
-        other = await spacing.reserve("b.example", 0.5)  # another host: no wait
+        waits = await asyncio.gather(*(spacing.acquire("a.example", 0.5, 30) for _ in range(4)))
+        other = await spacing.acquire("b.example", 0.5, 30)  # another host: no wait
+        while_held = await spacing.acquire("a.example", 0.5, 30)
+        await spacing.release("a.example", 0.5)
+        loop = asyncio.get_running_loop()
+        ended = loop.time()
+        after_end = await spacing.acquire("a.example", 0.5, 30)
+        await asyncio.sleep(after_end)
+        again = await spacing.acquire("a.example", 0.5, 30)
+        started = loop.time()
         spacing.close()
-        return sorted(waits), window, other
+        return sorted(waits), other, while_held, after_end, again, started - ended
 
-    waits, window, other = await on_loop(scenario())
-    assert waits[0] == 0 and other == 0
-    # Six starts of one host, 0.5 s apart: the i-th waits at least i x 0.5 s less the
-    # time between the first call and its own (each wait is from its own call).
-    assert all(wait >= index * 0.5 - window for index, wait in enumerate(waits)), (waits, window)
-    booked = float(server.hget("rfc9309:spacing:a.example", "next")) / 1e6
-    assert booked - before >= 6 * 0.5  # the next free start, after six floors
-    server.close()
+    waits, other, while_held, after_end, again, started_after = await on_loop(scenario())
+    assert waits[0] == 0 and all(wait > 0 for wait in waits[1:])  # one holder at a time
+    assert other == 0
+    assert 0 < while_held <= 0.5  # asks again within the floor while another holds it
+    assert after_end > 0.45  # the floor counts from the end
+    assert again == 0 and started_after >= 0.5
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_hold_left_by_a_dead_process_ends_with_its_lease(url):
+    spacing = FleetSpacing(url)
+
+    async def scenario():
+        assert await spacing.acquire("a.example", 0.1, 0.3) == 0  # then killed
+        await asyncio.sleep(0.45)  # the lease, then the floor
+        wait = await spacing.acquire("a.example", 0.1, 0.3)
+        spacing.close()
+        return wait
+
+    assert await on_loop(scenario()) == 0
 
 
 @pytest_twisted.ensureDeferred
@@ -49,8 +64,9 @@ async def test_the_largest_floor_any_process_asked_for_applies(url):
     spacing = FleetSpacing(url)
 
     async def scenario():
-        await spacing.reserve("a.example", 2.0)  # a process that knows the Crawl-delay
-        wait = await spacing.reserve("a.example", 0.0)  # one that does not (yet)
+        await spacing.acquire("a.example", 2.0, 30)  # a process that knows the Crawl-delay
+        await spacing.release("a.example", 2.0)
+        wait = await spacing.acquire("a.example", 0.0, 30)  # one that does not (yet)
         spacing.close()
         return wait
 
@@ -63,7 +79,7 @@ async def test_an_unreachable_redis_is_a_spacing_error(silent_port):
 
     async def scenario():
         with pytest.raises(SpacingError):
-            await spacing.reserve("a.example", 1.0)
+            await spacing.acquire("a.example", 1.0, 30)
         spacing.close()
 
     await on_loop(scenario())
@@ -95,78 +111,6 @@ async def test_a_lock_left_by_a_dead_process_expires_and_publishing_releases_it(
     )
     assert 55 < found.ttl <= 60
     assert relock is not None  # publishing released the lock
-
-
-class ReservingGates:
-    """Stands in for FleetGates: every reservation says "start now" and is counted."""
-
-    crawler = None
-
-    def __init__(self):
-        self.reservations = 0
-
-    async def reserve(self, key, floor):
-        self.reservations += 1
-        return 0.0
-
-
-@pytest_twisted.ensureDeferred
-async def test_a_gate_admits_a_fresh_reserved_start_and_reserves_again_for_a_stale_one(
-    monkeypatch,
-):
-    from scrapy.core.downloader import Slot
-
-    from scrapy_rfc9309.extensions import _fleet, _slots
-
-    monkeypatch.setattr(_slots, "wake", lambda crawler, key: None)
-    clock = [1000.0]
-    monkeypatch.setattr(_slots, "slot_clock", lambda: clock[0])
-    gates = ReservingGates()
-    gate = _fleet._Gate(gates, "a.example")
-    slot = Slot(1, 0, 0)
-    _slots.set_floor(slot, 1.0)
-
-    async def scenario():
-        assert not gate.admits(slot)  # no start reserved yet: one is asked for
-        await asyncio.sleep(0.01)
-        assert gate.admits(slot)  # reserved for now, not used
-        clock[0] += 5  # the request did not leave; later, another process may have
-        assert not gate.admits(slot)  # a start 5 s old is not used: reserve anew
-        await asyncio.sleep(0.01)
-        return gates.reservations, gate.admits(slot)
-
-    assert await on_loop(scenario()) == (2, True)
-
-
-@pytest_twisted.ensureDeferred
-async def test_a_gate_reserves_the_next_start_as_a_request_leaves_only_if_another_waits(
-    monkeypatch,
-):
-    from scrapy.core.downloader import Slot
-
-    from scrapy_rfc9309.extensions import _fleet, _slots
-
-    monkeypatch.setattr(_slots, "wake", lambda crawler, key: None)
-    gates = ReservingGates()
-    gate = _fleet._Gate(gates, "a.example")
-    slot = Slot(1, 0, 0)
-    _slots.set_floor(slot, 1.0)
-    slot.queue.extend([("request", "deferred")] * 2)  # two requests wait
-
-    async def scenario():
-        gate.admits(slot)
-        await asyncio.sleep(0.01)
-        admitted = gate.admits(slot)  # the first leaves; the second's start is asked for
-        slot.queue.popleft()
-        slot.lastseen = _slots.slot_clock()  # what Scrapy does when it sends it
-        await asyncio.sleep(0.01)
-        ahead = gates.reservations
-        admitted_alone = gate.admits(slot)  # the last leaves: nothing to reserve for
-        slot.queue.popleft()
-        await asyncio.sleep(0.01)
-        return admitted, ahead, admitted_alone, gates.reservations
-
-    assert await on_loop(scenario()) == (True, 2, True, 2)
 
 
 def test_a_shared_fetch_keeps_the_cause_of_a_failed_redirect():

@@ -4,7 +4,6 @@ are measured in the server's own request log.  Each test sends a handful of requ
 import itertools
 import time
 
-import pytest
 import pytest_twisted
 import scrapy
 from scrapy import signals
@@ -163,25 +162,6 @@ async def test_requests_already_queued_when_a_robots_txt_arrives_get_its_delay(s
     )
     assert other_site.paths() == ["/robots.txt"]
     assert min(gaps(site)) >= 0.475
-
-
-@pytest_twisted.ensureDeferred
-async def test_a_scrapy_whose_slots_changed_stops_the_crawl_at_start_up(site, monkeypatch):
-    from scrapy.core.downloader import Slot
-
-    from scrapy_rfc9309._settings import SettingError
-
-    class RenamedSlot(Slot):  # a release that renamed lastseen
-        __slots__ = ()
-
-        @property
-        def lastseen(self):
-            raise AttributeError("lastseen")
-
-    monkeypatch.setattr("scrapy_rfc9309.extensions._slots.Slot", RenamedSlot)
-    with pytest.raises(SettingError, match="CRAWLDELAY_ENABLED: this Scrapy version's"):
-        await crawl(pages(site), **THROTTLE)
-    assert site.paths() == []
 
 
 async def crawl_slow_and_fast_in_arrival_order(site, other_site, delay, slow, fast, **settings):

@@ -5,9 +5,17 @@ site sees are measured in ``test_crawldelay.py``.)"""
 from scrapy.core.downloader import Slot
 
 from scrapy_rfc9309.extensions import _slots
-from scrapy_rfc9309.extensions._laststarts import LastStarts
+from scrapy_rfc9309.extensions._lastseen import LastSeen
 
 DRAWS = 10_000
+
+
+class Admitting:
+    def admits(self, slot):
+        return True
+
+
+GATE = Admitting()
 
 
 def delays(slot):
@@ -16,21 +24,21 @@ def delays(slot):
 
 def test_the_floor_holds_against_a_shorter_delay_with_full_jitter():
     slot = Slot(1, 0.2, 0.9)
-    _slots.set_floor(slot, 0.5)
+    _slots.set_floor(slot, 0.5, GATE)
     assert min(delays(slot)) == 0.5
     assert max(delays(slot)) == 0.5  # 0.2 + 90 % never reaches the floor
 
 
 def test_the_floor_holds_when_autothrottle_lowers_the_delay():
     slot = Slot(1, 0.5, 0.5)
-    _slots.set_floor(slot, 0.5)
+    _slots.set_floor(slot, 0.5, GATE)
     slot.delay = 0.01  # what AutoThrottle does to a fast slot after each response
     assert min(delays(slot)) == 0.5
 
 
 def test_a_longer_delay_keeps_its_jitter_above_the_floor():
     slot = Slot(1, 1.0, 0.5)
-    _slots.set_floor(slot, 0.8)
+    _slots.set_floor(slot, 0.8, GATE)
     drawn = delays(slot)
     assert min(drawn) == 0.8  # 0.5 to 1.5 drawn, floored at 0.8
     assert max(drawn) > 1.2
@@ -38,11 +46,11 @@ def test_a_longer_delay_keeps_its_jitter_above_the_floor():
 
 def test_removing_the_floor_gives_back_scrapys_slot():
     slot = Slot(1, 0.2, 0)
-    _slots.set_floor(slot, 0.5)
+    _slots.set_floor(slot, 0.5, GATE)
     assert _slots.floor_of(slot) == 0.5
-    _slots.set_floor(slot, 2.0)  # a longer Crawl-delay arrives
+    _slots.set_floor(slot, 2.0, GATE)  # a longer Crawl-delay arrives
     assert (_slots.floor_of(slot), slot.download_delay()) == (2.0, 2.0)
-    _slots.set_floor(slot, 0)
+    _slots.set_floor(slot, 0, None)
     assert type(slot) is Slot
     assert (_slots.floor_of(slot), slot.download_delay()) == (0.0, 0.2)
 
@@ -50,23 +58,23 @@ def test_removing_the_floor_gives_back_scrapys_slot():
 def test_many_distinct_floors_each_hold():
     slots = [Slot(1, 0.0, 0) for _ in range(600)]  # more than the floored classes kept
     for number, slot in enumerate(slots):
-        _slots.set_floor(slot, 1 + number / 1000)
+        _slots.set_floor(slot, 1 + number / 1000, GATE)
     assert [slot.download_delay() for slot in slots] == [1 + n / 1000 for n in range(600)]
 
 
-def test_a_slot_made_again_waits_for_the_last_start_of_the_one_it_replaces():
+def test_a_slot_made_again_waits_for_the_last_request_of_the_one_it_replaces():
     slot = Slot(1, 0.0, 0)
     slot.lastseen = 100.0
     _slots.continue_after(slot, 250.0)
-    assert _slots.last_start(slot) == 250.0
+    assert _slots.last_seen(slot) == 250.0
     _slots.continue_after(slot, 10.0)  # never earlier than its own
-    assert _slots.last_start(slot) == 250.0
+    assert _slots.last_seen(slot) == 250.0
 
 
-def test_last_starts_are_forgotten_once_their_floor_has_passed():
+def test_last_seen_slots_are_forgotten_once_their_floor_has_passed():
     now = [100.0]
     floors = {"slow": 10.0, "fast": 1.0}
-    starts = LastStarts(floors.__getitem__, lambda: now[0], sweep_every=3)
+    starts = LastSeen(floors.__getitem__, lambda: now[0], sweep_every=3)
     assert starts.record("slow", 95.0) == []
     assert starts.record("fast", 98.0) == []
     now[0] = 100.0  # slow waits until 105, fast until 99: fast is forgotten
@@ -77,3 +85,33 @@ def test_last_starts_are_forgotten_once_their_floor_has_passed():
     starts.record("fast", 105.9)
     assert starts.record("fast", 106.0) == ["slow"]
     assert starts.get("fast") == 106.0
+
+
+class Refusing:
+    def __init__(self):
+        self.asked = 0
+
+    def admits(self, slot):
+        self.asked += 1
+        return False
+
+
+def test_a_floored_slot_starts_one_request_at_a_time_and_asks_its_gate():
+    slot = Slot(8, 0.0, 0)
+    gate = Refusing()
+    _slots.set_floor(slot, 1.0, gate)
+    slot.transferring.add(object())
+    assert slot.free_transfer_slots() == 0  # one on the wire: the gate is not asked
+    assert gate.asked == 0
+    slot.transferring.clear()
+    assert slot.free_transfer_slots() == 0
+    assert gate.asked == 1
+    _slots.set_floor(slot, 1.0, GATE)
+    assert slot.free_transfer_slots() == 1  # never 8: one at a time
+
+
+def test_the_end_of_a_request_moves_the_slot_clock_forward():
+    slot = Slot(1, 0.0, 0)
+    slot.lastseen = _slots.slot_clock() - 100
+    _slots.mark_end(slot)
+    assert _slots.slot_clock() - _slots.last_seen(slot) < 1

@@ -1,0 +1,48 @@
+"""When each download slot may next start a request, as the Crawl-delay throttle
+knows it, for the scheduler's queue (:mod:`.pqueues`): the two share one
+:class:`HostClock` per crawler and never import each other."""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+def _no_floor(key: str) -> float:
+    return 0.0
+
+
+def _never_seen(key: str) -> float | None:
+    return None
+
+
+class HostClock:
+    """A slot key's floor and when it was last seen (a request's start or end), on the
+    clock *now*; without the throttle, no key has a floor."""
+
+    def __init__(self) -> None:
+        self.floor: Callable[[str], float] = _no_floor
+        self.last_seen: Callable[[str], float | None] = _never_seen
+        self.now: Callable[[], float] = time.monotonic
+
+    def ready_at(self, key: str) -> float:
+        """The earliest time slot *key* may start its next request (0: any time)."""
+        floor = self.floor(key)
+        seen = self.last_seen(key) if floor else None
+        return seen + floor if seen is not None else 0.0
+
+
+_CLOCKS: weakref.WeakKeyDictionary[Crawler, HostClock] = weakref.WeakKeyDictionary()
+
+
+def host_clock(crawler: Crawler) -> HostClock:
+    """The one :class:`HostClock` of *crawler*."""
+    clock = _CLOCKS.get(crawler)
+    if clock is None:
+        clock = _CLOCKS[crawler] = HostClock()
+    return clock

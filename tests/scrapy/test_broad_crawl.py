@@ -1,0 +1,52 @@
+"""Politeness as the sites see it, under a broad crawl: hundreds of hosts, each with a
+Crawl-delay, crawled at once with the add-on, and every gap between two requests to
+one host measured on the server's clock (lower bounds only)."""
+
+import pytest
+import pytest_twisted
+
+from tests.broad_site import BroadSite, addresses
+from tests.crawl import crawl
+
+HOSTS = 300
+PAGES = 3
+CRAWL_DELAY = 0.5
+
+
+def respond(host, path):
+    if path == "/robots.txt":
+        return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\nDisallow: /private\n".encode()
+    return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+
+@pytest.fixture
+def broad_site():
+    site = BroadSite(addresses(HOSTS), respond)
+    yield site
+    site.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_included(
+    broad_site,
+):
+    """RFC 9309 leaves Crawl-delay's meaning open; the throttle spaces end to start,
+    so the gap between two arrivals at a host is at least the Crawl-delay plus the
+    first one's response time."""
+    urls = [
+        broad_site.url(host, f"/p/{number}") for number in range(PAGES) for host in broad_site.hosts
+    ]
+    urls += [broad_site.url(host, "/private/x") for host in broad_site.hosts[:20]]
+    crawler = await crawl(
+        urls,
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        CONCURRENT_REQUESTS=64,
+        CONCURRENT_REQUESTS_PER_DOMAIN=2,
+        LOG_LEVEL="WARNING",
+    )
+    gaps = broad_site.gaps()
+    assert len(gaps) == HOSTS * PAGES  # robots.txt, then each page: no disallowed one
+    short = sorted(gap for gap in gaps if gap[0] < CRAWL_DELAY)
+    assert short == [], f"{len(short)} of {len(gaps)} gaps short, shortest {short[:3]}"
+    assert crawler.stats.get_value("rfc9309/forbidden") == 20
+    assert len(crawler.spider.seen) == HOSTS * PAGES
