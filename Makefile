@@ -10,7 +10,7 @@ MIN_VENV ?= .venv-min
 # packages are compiled once and the suite's many subprocess crawls reuse the bytecode.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test test-min bench lint clean wheel fleet-demo
+.PHONY: demo test test-min test-newest bench lint clean wheel fleet-demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,18 @@ $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
 test-min: $(MIN_VENV)/.installed
 	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+# The suite against the newest Scrapy on the package index, pre-releases included:
+# a release that moves one of the private parts the throttle relies on fails here
+# (see scrapy_rfc9309/extensions/_slots.py) before users meet it.
+NEWEST_VENV ?= .venv-newest
+test-newest:
+	$(PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(NEWEST_VENV)/bin/python -m pip install -q -e ".[test,redis]"
+	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade --pre scrapy
+	$(NEWEST_VENV)/bin/python -c "import scrapy; print('Scrapy', scrapy.__version__)"
+	$(NEWEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_core.py
@@ -60,4 +72,4 @@ fleet-demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/python -m demo.fleet
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MIN_VENV) $(NEWEST_VENV) build dist *.egg-info .pytest_cache .hypothesis

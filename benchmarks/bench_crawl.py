@@ -11,6 +11,17 @@ wall times of each are printed:
 * ``none``: ROBOTSTXT_OBEY = False;
 * ``builtin``: Scrapy's own RobotsTxtMiddleware (Protego);
 * ``rfc9309``: this package's middleware (through the add-on).
+
+``--broad`` measures politeness at scale instead: HOSTS sites on as many loopback
+addresses (127.0.x.y, one asyncio server process), 4 pages each, 64 concurrent
+requests and 2 per host, at two host counts (1,500 and 3,000 by default), CPU time
+and wall time of each crawl process:
+
+* ``builtin``: Scrapy's own robots middleware, robots.txt without Crawl-delay: the
+  crawl without floors;
+* ``rfc9309``: the add-on, the same robots.txt;
+* ``floored``: the add-on, every robots.txt ``Crawl-delay: 1``;
+* ``scrapy-delay``: Scrapy's own ``DOWNLOAD_DELAY = 1`` (jitter off), built-in middleware.
 """
 
 from __future__ import annotations
@@ -191,6 +202,158 @@ def print_table(
         )
 
 
+BROAD_MODES = ("builtin", "rfc9309", "floored", "scrapy-delay")
+BROAD_PAGES = 4
+
+
+def broad_addresses(count: int) -> list[str]:
+    """127.0.1.2 onwards: *count* loopback addresses."""
+    return [f"127.0.{n // 256}.{n % 256}" for n in range(258, 258 + count)]
+
+
+def serve_broad(port_file: str, hosts: int) -> None:
+    """Two ports on every address: the first serves a robots.txt with
+    ``Crawl-delay: 1``, the second one without."""
+    import asyncio
+
+    robots = {0: b"User-agent: *\nCrawl-delay: 1\n", 1: b"User-agent: *\nDisallow: /private\n"}
+
+    def handler(kind: int):  # type: ignore[no-untyped-def]
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    body = robots[kind] if b" /robots.txt " in head else PAGE
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
+                    writer.write(body)
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+        return serve
+
+    async def main() -> None:
+        addresses = broad_addresses(hosts)
+        ports = []
+        for kind in (0, 1):
+            first = await asyncio.start_server(handler(kind), addresses[0], 0, backlog=1024)
+            port = first.sockets[0].getsockname()[1]
+            ports.append(port)
+            for address in addresses[1:]:
+                await asyncio.start_server(handler(kind), address, port, backlog=1024)
+        Path(port_file).write_text(json.dumps(ports))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def broad_mode_settings(mode: str) -> dict[str, object]:
+    builtin = {"ROBOTSTXT_OBEY": True}
+    addon = {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}}
+    return {
+        "builtin": builtin,
+        "rfc9309": addon,
+        "floored": addon,
+        "scrapy-delay": {**builtin, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0},
+    }[mode]
+
+
+def crawl_broad(extra: dict[str, object], urls_file: str) -> None:
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    urls = json.loads(Path(urls_file).read_text())
+
+    class Pages(scrapy.Spider):
+        name = "pages"
+        parsed = 0
+
+        async def start(self):  # type: ignore[override]
+            for url in urls:
+                yield scrapy.Request(url, callback=self.parse)
+
+        def parse(self, response: scrapy.http.Response) -> None:
+            Pages.parsed += 1
+
+    settings: dict[str, object] = {
+        "LOG_LEVEL": "ERROR",
+        "TELNETCONSOLE_ENABLED": False,
+        "CONCURRENT_REQUESTS": 64,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        **extra,
+    }
+    process = CrawlerProcess(settings)
+    process.crawl(Pages)
+    start = time.perf_counter()
+    process.start()
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"seconds": elapsed, "pages": Pages.parsed}))
+
+
+def compare_broad(host_counts: list[int], rounds: int) -> None:
+    import resource
+
+    print(
+        f"broad crawl: {BROAD_PAGES} pages per host, 64 concurrent requests, 2 per host, "
+        f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds)"
+    )
+    print(f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs builtin':>10} {'wall (s)':>9}")
+    for hosts in host_counts:
+        port_file = Path("/tmp") / f"bench_broad_port_{time.time_ns()}"
+        server = subprocess.Popen(
+            [sys.executable, __file__, "--serve-broad", str(port_file), "--hosts", str(hosts)]
+        )
+        pin(server.pid, "site")
+        try:
+            while not port_file.exists() or not port_file.read_text():
+                time.sleep(0.05)
+            floored_port, plain_port = json.loads(port_file.read_text())
+            cpu: dict[str, float] = {}
+            wall: dict[str, float] = {}
+            for _ in range(rounds):
+                for mode in BROAD_MODES:
+                    port = floored_port if mode == "floored" else plain_port
+                    urls = [
+                        f"http://{address}:{port}/p/{n}"
+                        for n in range(BROAD_PAGES)
+                        for address in broad_addresses(hosts)
+                    ]
+                    urls_file = port_file.with_suffix(".urls")
+                    urls_file.write_text(json.dumps(urls))
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    out = subprocess.run(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--crawl-broad",
+                            json.dumps(broad_mode_settings(mode)),
+                            "--base",
+                            str(urls_file),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                        preexec_fn=lambda: pin(0, "crawler"),
+                    )
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    result = json.loads(out.stdout.strip().splitlines()[-1])
+                    assert result["pages"] == len(urls), (mode, result)
+                    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                    cpu[mode] = min(cpu.get(mode, float("inf")), used)
+                    wall[mode] = min(wall.get(mode, float("inf")), result["seconds"])
+            for mode in BROAD_MODES:
+                print(
+                    f"{hosts:>6} {mode:<13} {cpu[mode]:>8.1f} {cpu[mode] / cpu['builtin']:>9.2f}x"
+                    f" {wall[mode]:>9.1f}"
+                )
+        finally:
+            server.terminate()
+            port_file.unlink(missing_ok=True)
+            port_file.with_suffix(".urls").unlink(missing_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=2000)
@@ -198,8 +361,20 @@ def main() -> None:
     parser.add_argument("--crawl", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--broad", action="store_true", help="the broad-crawl comparison")
+    parser.add_argument(
+        "--hosts", type=int, nargs="+", default=[1500, 3000], help="host counts (--broad)"
+    )
+    parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
+    parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
+    if args.serve_broad:
+        serve_broad(args.serve_broad, args.hosts[0])
+    elif args.crawl_broad:
+        crawl_broad(json.loads(args.crawl_broad), args.base)
+    elif args.broad:
+        compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds)
+    elif args.serve:
         serve(args.serve)
     elif args.crawl:
         crawl(json.loads(args.crawl), args.base, args.pages)
