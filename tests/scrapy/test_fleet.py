@@ -213,3 +213,34 @@ def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other
     # Most go before the slow host's second page, 1 s after its first (holding the
     # places, none did); a count, so that a loaded machine cannot fail it.
     assert sum(start < slow_starts[1] for start in fast_starts) >= 15, (fast_starts, slow_starts)
+
+
+def test_a_polite_shared_queue_shares_a_slow_hosts_pages_and_no_process_hoards_them(
+    site, other_site, fleet_redis
+):
+    """Three processes, one shared FIFO-fed queue holding a slow host's 30 pages and
+    another host's 30: with the package's scrapy-redis queue, a process takes a slow
+    host's request only when the host is ready for the whole fleet, so each holds at
+    most one of its requests, and the pages are shared out between the processes."""
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
+    slow = [f"{site.url}/p/{i}" for i in range(30)]
+    fast = [f"{other_url}/p/{i}" for i in range(30)]
+    seed = "".join(f'<a href="{url}">.</a>' for url in slow + fast).encode()
+    other_site.route("/seed", body=b"<html><body>" + seed + b"</body></html>")
+    settings = fleet_settings(
+        fleet_redis,
+        DOMAINBUDGET_ENABLED=False,
+        SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+    )
+    stats = wait_all(start_fleet(settings, [f"{other_url}/seed"]))
+    by_process = {}
+    for hit in site.hits:
+        if hit.path.startswith("/p/"):
+            by_process[hit.user_agent] = by_process.get(hit.user_agent, 0) + 1
+    assert sum(by_process.values()) == 30
+    assert len(by_process) == 3 and min(by_process.values()) >= 3, by_process
+    assert max(s.get("fleet/queue_held_max", 0) for s in stats) == 1
+    assert min(page_gaps(site, robots_too=True)) >= CRAWL_DELAY
+    assert len([h for h in other_site.hits if h.path.startswith("/p/")]) == 30
