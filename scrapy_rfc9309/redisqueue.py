@@ -61,7 +61,8 @@ return 1
 _POP = (
     _NOW
     + """
-local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
+local first = redis.call(
+  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
 if #first == 0 then
   local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if #next == 0 then return {false, false} end
@@ -102,7 +103,7 @@ LEASE_MARGIN = 5.0
 MAX_WAKE = 1.0
 
 
-class HostReadyRedisQueue(Base):  # type: ignore[misc, valid-type]
+class HostReadyRedisQueue(Base):  # type: ignore[misc]
     """scrapy-redis queue of one list per host, handed out by the hosts' ready times."""
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
