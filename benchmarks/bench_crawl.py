@@ -102,30 +102,24 @@ def serve(port_file: str) -> None:
     server.serve_forever()
 
 
-def crawl(extra: dict[str, object], base: str, pages: int) -> None:
+def crawl(urls: list[str], settings: dict[str, object]) -> None:
+    """Crawl *urls* with *settings* in this process; print the wall time and the pages
+    parsed, as JSON."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
     class Pages(scrapy.Spider):
         name = "pages"
+        parsed = 0
 
         async def start(self):  # type: ignore[override]
-            for number in range(pages):
-                yield scrapy.Request(f"{base}/page/{number}", callback=self.parse)
-
-        parsed = 0
+            for url in urls:
+                yield scrapy.Request(url, callback=self.parse)
 
         def parse(self, response: scrapy.http.Response) -> None:
             Pages.parsed += 1
 
-    settings: dict[str, object] = {
-        "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False,
-        "CONCURRENT_REQUESTS": 16,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
-        **extra,
-    }
-    process = CrawlerProcess(settings)
+    process = CrawlerProcess({"LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False, **settings})
     process.crawl(Pages)
     start = time.perf_counter()
     process.start()
@@ -260,38 +254,6 @@ def broad_mode_settings(mode: str) -> dict[str, object]:
     }[mode]
 
 
-def crawl_broad(extra: dict[str, object], urls_file: str) -> None:
-    import scrapy
-    from scrapy.crawler import CrawlerProcess
-
-    urls = json.loads(Path(urls_file).read_text())
-
-    class Pages(scrapy.Spider):
-        name = "pages"
-        parsed = 0
-
-        async def start(self):  # type: ignore[override]
-            for url in urls:
-                yield scrapy.Request(url, callback=self.parse)
-
-        def parse(self, response: scrapy.http.Response) -> None:
-            Pages.parsed += 1
-
-    settings: dict[str, object] = {
-        "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False,
-        "CONCURRENT_REQUESTS": 64,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
-        **extra,
-    }
-    process = CrawlerProcess(settings)
-    process.crawl(Pages)
-    start = time.perf_counter()
-    process.start()
-    elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "pages": Pages.parsed}))
-
-
 def compare_broad(host_counts: list[int], rounds: int) -> None:
     import resource
 
@@ -371,13 +333,22 @@ def main() -> None:
     if args.serve_broad:
         serve_broad(args.serve_broad, args.hosts[0])
     elif args.crawl_broad:
-        crawl_broad(json.loads(args.crawl_broad), args.base)
+        broad = {"CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+        crawl(json.loads(Path(args.base).read_text()), {**broad, **json.loads(args.crawl_broad)})
     elif args.broad:
         compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds)
     elif args.serve:
         serve(args.serve)
     elif args.crawl:
-        crawl(json.loads(args.crawl), args.base, args.pages)
+        urls = [f"{args.base}/page/{number}" for number in range(args.pages)]
+        crawl(
+            urls,
+            {
+                "CONCURRENT_REQUESTS": 16,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+                **json.loads(args.crawl),
+            },
+        )
     else:
         print_table(compare(ROBOTS_MODES, args.pages, args.rounds), args.pages)
 

@@ -12,7 +12,9 @@ heap ordered by the time each may next start a request:
   its last request ended, and takes one request at a time: the next leaves the
   scheduler only once the previous one is done (downloaded, or dropped by a
   middleware);
-* a slot without one is always ready, up to its concurrency
+* so does a slot none of whose requests is done yet: its floor is not known before
+  its robots.txt is read, which its first request waits for;
+* a slot known to have no floor is always ready, up to its concurrency
   (``CONCURRENT_REQUESTS_PER_DOMAIN`` or its ``DOWNLOAD_SLOTS`` entry) of requests
   at a time, and takes turns with the other ready slots.
 
@@ -25,9 +27,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.crawler import Crawler
@@ -43,18 +44,24 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.pqueues import QueueProtocol
 
-logger = logging.getLogger(__name__)
-
 __all__ = ["HostReadyPriorityQueue"]
+
+
+#: How many slot keys :class:`_Released` remembers as having had a request done; past
+#: this many, the least recently done are forgotten (they go one at a time again
+#: until their next request is done).
+MAX_DONE_KEYS = 100_000
 
 
 class _Released:
     """The requests the crawler's queues released and the downloader still handles,
-    per slot key (shared by the memory and the disk queue of one crawler)."""
+    per slot key, and the keys that had one done (shared by the memory and the disk
+    queue of one crawler)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.by_key: Counter[str] = Counter()
+        self.done: OrderedDict[str, None] = OrderedDict()
         self._requests: dict[Request, str] = {}
         self._wake: Any = None  # the pending call (a twisted IDelayedCall)
         self._wake_at = float("inf")
@@ -71,6 +78,10 @@ class _Released:
                 self.by_key[key] -= 1
                 if not self.by_key[key]:
                     del self.by_key[key]
+                self.done[key] = None
+                self.done.move_to_end(key)
+                if len(self.done) > MAX_DONE_KEYS:
+                    self.done.popitem(last=False)
 
     def wake_engine_at(self, at: float, now: float) -> None:
         """Have the engine ask the scheduler again at *at* (one call pending at most)."""
@@ -126,8 +137,8 @@ class HostReadyPriorityQueue(DownloaderAwarePriorityQueue):
         out = self._released.by_key.get(key, 0)
         if not out:
             return True
-        if self._clock.floor(key):
-            return False  # one at a time, end to start
+        if self._clock.floor(key) or key not in self._released.done:
+            return False  # one at a time: end to start, or until the floor is known
         return out < self._slot_concurrency.get(key, self._concurrency)
 
     def push(self, request: Request) -> None:

@@ -16,7 +16,7 @@ only of a host that is ready for the whole fleet:
 * a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
   process killed mid-request holds its hosts no longer).
 
-So a process holds at most one request per floored host at a time, and a killed one
+So a process holds at most one request of a floored host at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
 synchronous round trip to the scrapy-redis Redis (``REDIS_URL``); its key names add
 suffixes to scrapy-redis's queue key.
@@ -24,7 +24,6 @@ suffixes to scrapy-redis's queue key.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
@@ -37,8 +36,6 @@ from .extensions import _slots
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
-
-logger = logging.getLogger(__name__)
 
 try:
     from scrapy_redis.queue import Base
@@ -142,22 +139,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         keys = [self._hosts_key, self._count_key, self._floors_key]
         data, wait = self._scripts["pop"](keys=keys, args=[self._list_prefix, self._lease])
         if data:
-            request = cast("Request", self._decode_request(data))
-            self._count_held(request)
-            return request
+            return cast("Request", self._decode_request(data))
         if wait is not None:
             self._wake_engine_in(min(int(wait) / 1_000_000, MAX_WAKE))
         return None
-
-    def _count_held(self, request: Request) -> None:
-        """Keep, in the ``fleet/queue_held_max`` stat, the most requests of one floored
-        host this process held at once: this one and those of its slot not yet done."""
-        host = self._host(request)
-        if not self._clock.floor(host):
-            return
-        live = _slots.slot(self.crawler, host)
-        held = 1 + (len(live.active) if live is not None else 0)
-        self.crawler.stats.max_value("fleet/queue_held_max", held)
 
     def _wake_engine_in(self, seconds: float) -> None:
         if self._wake is None or not self._wake.active():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
 
 BASE_SETTINGS: dict[str, Any] = {
@@ -22,6 +23,27 @@ BASE_SETTINGS: dict[str, Any] = {
     "DOWNLOAD_DELAY": 0,
     "RETRY_ENABLED": False,
 }
+
+
+class SlotOccupancy:
+    """An extension that keeps, in the ``test/slot_active_max`` stat, the most requests
+    one download slot held at once (queued in it or on the wire); with
+    ``TEST_WATCHED_SLOT``, that slot only."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.watched = crawler.settings.get("TEST_WATCHED_SLOT")
+        crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SlotOccupancy:
+        return cls(crawler)
+
+    def reached(self, request: scrapy.Request, spider: Any = None) -> None:
+        key = request.meta["download_slot"]
+        if self.watched in (None, key):
+            active = len(self.crawler.engine.downloader.slots[key].active)
+            self.crawler.stats.max_value("test/slot_active_max", active)
 
 
 class ListSpider(scrapy.Spider):

@@ -32,14 +32,12 @@ class LastSeen:
         """When *key* was last seen, if it is still kept."""
         return self._seen.get(key)
 
-    def record(self, key: str, seen: float) -> list[str]:
-        """Keep *seen* as *key*'s last; return the keys forgotten meanwhile."""
+    def record(self, key: str, seen: float) -> None:
+        """Keep *seen* as *key*'s last."""
         self._seen[key] = seen
         self._recorded += 1
         if self._recorded % self._sweep_every:
-            return []
+            return
         now = self._clock()
-        forgotten = [k for k, last in self._seen.items() if last + self._floor(k) <= now]
-        for k in forgotten:
+        for k in [k for k, last in self._seen.items() if last + self._floor(k) <= now]:
             del self._seen[k]
-        return forgotten

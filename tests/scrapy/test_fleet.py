@@ -95,6 +95,20 @@ def page_gaps(site, robots_too=False):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
+def seed_slow_and_fast(site, other_site, crawl_delay, slow, fast):
+    """A seed page on *other_site* linking *slow* pages of *site* (Crawl-delay
+    *crawl_delay*) then *fast* pages of *other_site* (no delay, another slot: Scrapy's
+    slots are per host name); returns the seed's URL."""
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {crawl_delay}\n".encode())
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")
+    urls = [f"{site.url}/p/{i}" for i in range(slow)]
+    urls += [f"{other_url}/p/{i}" for i in range(fast)]
+    links = "".join(f'<a href="{url}">.</a>' for url in urls).encode()
+    other_site.route("/seed", body=b"<html><body>" + links + b"</body></html>")
+    return f"{other_url}/seed"
+
+
 @pytest.fixture
 def fleet_redis(redis_server):
     url = redis_server.url.rsplit("/", 1)[0] + "/5"
@@ -192,20 +206,14 @@ def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other
     their fleet-wide turns without holding the places, so the fast host's pages go
     while they wait, as they would without the slow host.  (Holding them, the three
     processes would take two slow pages each and wait a second for each one's turn.)"""
-    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 1\n")
-    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
-    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
-    slow = [f"{site.url}/p/{i}" for i in range(7)]  # enough to fill every place
-    fast = [f"{other_url}/p/{i}" for i in range(30)]
-    seed = "".join(f'<a href="{url}">.</a>' for url in slow + fast).encode()
-    other_site.route("/seed", body=b"<html><body>" + seed + b"</body></html>")
+    seed = seed_slow_and_fast(site, other_site, 1, slow=7, fast=30)  # 7 fill every place
     settings = fleet_settings(
         fleet_redis,
         DOMAINBUDGET_ENABLED=False,
         CONCURRENT_REQUESTS=2,
         SCHEDULER_QUEUE_CLASS="scrapy_redis.queue.FifoQueue",
     )
-    wait_all(start_fleet(settings, [f"{other_url}/seed"]))
+    wait_all(start_fleet(settings, [seed]))
     slow_starts = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))
     fast_starts = [hit.time for hit in other_site.hits if hit.path.startswith("/p/")]
     assert len(slow_starts) == 7 and len(fast_starts) == 30
@@ -222,25 +230,21 @@ def test_a_polite_shared_queue_shares_a_slow_hosts_pages_and_no_process_hoards_t
     another host's 30: with the package's scrapy-redis queue, a process takes a slow
     host's request only when the host is ready for the whole fleet, so each holds at
     most one of its requests, and the pages are shared out between the processes."""
-    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
-    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
-    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another slot
-    slow = [f"{site.url}/p/{i}" for i in range(30)]
-    fast = [f"{other_url}/p/{i}" for i in range(30)]
-    seed = "".join(f'<a href="{url}">.</a>' for url in slow + fast).encode()
-    other_site.route("/seed", body=b"<html><body>" + seed + b"</body></html>")
+    seed = seed_slow_and_fast(site, other_site, CRAWL_DELAY, slow=30, fast=30)
     settings = fleet_settings(
         fleet_redis,
         DOMAINBUDGET_ENABLED=False,
         SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+        EXTENSIONS={"tests.crawl.SlotOccupancy": 0},
+        TEST_WATCHED_SLOT="127.0.0.1",  # the slow host's slot
     )
-    stats = wait_all(start_fleet(settings, [f"{other_url}/seed"]))
+    stats = wait_all(start_fleet(settings, [seed]))
     by_process = {}
     for hit in site.hits:
         if hit.path.startswith("/p/"):
             by_process[hit.user_agent] = by_process.get(hit.user_agent, 0) + 1
     assert sum(by_process.values()) == 30
     assert len(by_process) == 3 and min(by_process.values()) >= 3, by_process
-    assert max(s.get("fleet/queue_held_max", 0) for s in stats) == 1
+    assert max(s.get("test/slot_active_max", 0) for s in stats) == 1
     assert min(page_gaps(site, robots_too=True)) >= CRAWL_DELAY
     assert len([h for h in other_site.hits if h.path.startswith("/p/")]) == 30

@@ -2,6 +2,7 @@
 floor holds whatever the slot's own delay, jitter or AutoThrottle say.  (The gaps a
 site sees are measured in ``test_crawldelay.py``.)"""
 
+from scrapy import Request
 from scrapy.core.downloader import Slot
 
 from scrapy_rfc9309.extensions import _slots
@@ -74,17 +75,18 @@ def test_a_slot_made_again_waits_for_the_last_request_of_the_one_it_replaces():
 def test_last_seen_slots_are_forgotten_once_their_floor_has_passed():
     now = [100.0]
     floors = {"slow": 10.0, "fast": 1.0}
-    starts = LastSeen(floors.__getitem__, lambda: now[0], sweep_every=3)
-    assert starts.record("slow", 95.0) == []
-    assert starts.record("fast", 98.0) == []
+    seen = LastSeen(floors.__getitem__, lambda: now[0], sweep_every=3)
+    seen.record("slow", 95.0)
+    seen.record("fast", 98.0)
+    assert (seen.get("slow"), seen.get("fast")) == (95.0, 98.0)
     now[0] = 100.0  # slow waits until 105, fast until 99: fast is forgotten
-    assert starts.record("slow", 96.0) == ["fast"]
-    assert (starts.get("slow"), starts.get("fast")) == (96.0, None)
+    seen.record("slow", 96.0)
+    assert (seen.get("slow"), seen.get("fast")) == (96.0, None)
     now[0] = 106.0
-    starts.record("fast", 105.5)
-    starts.record("fast", 105.9)
-    assert starts.record("fast", 106.0) == ["slow"]
-    assert starts.get("fast") == 106.0
+    seen.record("fast", 105.5)
+    seen.record("fast", 105.9)
+    seen.record("fast", 106.0)
+    assert (seen.get("slow"), seen.get("fast")) == (None, 106.0)
 
 
 class Refusing:
@@ -115,3 +117,17 @@ def test_the_end_of_a_request_moves_the_slot_clock_forward():
     slot.lastseen = _slots.slot_clock() - 100
     _slots.mark_end(slot)
     assert _slots.slot_clock() - _slots.last_seen(slot) < 1
+
+
+def test_a_request_started_before_its_slot_was_gated_holds_the_next_until_it_ends():
+    from scrapy_rfc9309.extensions._gate import EndToStartGate
+
+    gate = EndToStartGate(lambda key: 1.0, None)
+    slot = Slot(8, 0.0, 0)
+    slot.queue.append((Request("http://a.example/2", meta={"download_slot": "a"}), None))
+    gate.started_elsewhere("a")  # on the wire when robots.txt gave the slot its floor
+    assert not gate.admits(slot)
+    assert gate.ended("a") is False  # ended, but not one the gate let start
+    assert gate.admits(slot)
+    assert not gate.admits(slot)  # one at a time
+    assert gate.ended("a") is True

@@ -1,0 +1,52 @@
+"""The add-on's scheduler queue (scrapy_rfc9309.pqueues) in real crawls: a floored
+host's requests wait in the scheduler, not in the downloader, and the engine is
+woken when a host becomes ready."""
+
+import itertools
+
+import pytest_twisted
+from scrapy.core.engine import ExecutionEngine
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+
+from tests.crawl import SlotOccupancy, crawl
+
+ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
+
+
+def pages(site, count):
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.3\n")
+    return [f"{site.url}/p/{n}" for n in range(count)]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_floored_hosts_requests_wait_in_the_scheduler_not_in_the_downloader(
+    site, other_site
+):
+    extensions = {"EXTENSIONS": {SlotOccupancy: 0}}
+    crawler = await crawl(pages(site, 6), CONCURRENT_REQUESTS_PER_DOMAIN=8, **extensions, **ADDON)
+    assert len(crawler.spider.seen) == 6
+    assert crawler.stats.get_value("test/slot_active_max") == 1  # robots.txt, then one page
+    # Scrapy's default queue hands them all to the downloader, where they wait.
+    scrapys = await crawl(
+        pages(other_site, 6),
+        CONCURRENT_REQUESTS_PER_DOMAIN=8,
+        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.DownloaderAwarePriorityQueue",
+        **extensions,
+        **ADDON,
+    )
+    assert scrapys.stats.get_value("test/slot_active_max") > 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_engine_is_woken_when_a_host_becomes_ready(site, monkeypatch):
+    """Scrapy's engine asks the scheduler again when a request ends, and every 5 s:
+    with that heartbeat an hour, a crawl that waits for a Crawl-delay would hang
+    unless the queue wakes the engine at the host's time (a generous guard, not a
+    timing claim)."""
+    monkeypatch.setattr(ExecutionEngine, "_SLOT_HEARTBEAT_INTERVAL", 3600)
+    crawling = Deferred.fromCoroutine(crawl(pages(site, 4), **ADDON))
+    crawler = await crawling.addTimeout(60, reactor)
+    assert len(crawler.spider.seen) == 4
+    starts = [hit.time for hit in site.hits]
+    assert all(b - a >= 0.3 for a, b in itertools.pairwise(starts))
