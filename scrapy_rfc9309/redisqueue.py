@@ -83,12 +83,18 @@ end
 return {data, false}
 """
 )
-#: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds).
+#: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the
+#: floor is known (1) or the request was dropped before the site saw it (0: the host
+#: was ready when it was taken, so it is ready again now).
 _ENDED = (
     _NOW
     + """
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
+local wait = 0
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  wait = tonumber(ARGV[2])
+end
+redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + wait), ARGV[1])
 return 1
 """
 )
@@ -118,6 +124,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             for name, script in (("push", _PUSH), ("pop", _POP), ("ended", _ENDED))
         }
         self._reported: set[str] = set()  # hosts without a floor, already said so
+        self._out: dict[Request, str] = {}  # taken by this process, not yet ended
         self._wake: Any = None
         self.crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
@@ -136,10 +143,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._scripts["push"](keys=keys, args=args)
 
     def pop(self, timeout: int = 0) -> Request | None:
+        self._settle()
         keys = [self._hosts_key, self._count_key, self._floors_key]
         data, wait = self._scripts["pop"](keys=keys, args=[self._list_prefix, self._lease])
         if data:
-            return cast("Request", self._decode_request(data))
+            request = cast("Request", self._decode_request(data))
+            self._out[request] = self._host(request)
+            return request
         if wait is not None:
             self._wake_engine_in(min(int(wait) / 1_000_000, MAX_WAKE))
         return None
@@ -150,17 +160,29 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                 max(seconds, 0.01), _slots.wake_engine, self.crawler
             )
 
+    def _settle(self) -> None:
+        """Let go of the hosts of taken requests that a middleware dropped (robots.txt,
+        a budget): they never reach the site, nor ``request_left_downloader``."""
+        for request, host in list(self._out.items()):
+            if not _slots.in_downloader(self.crawler, request):
+                del self._out[request]
+                self._ended(host, 0.0, known=False)
+
     def _left(self, request: Request, spider: Any = None) -> None:
         if request.meta.get(META_ROBOTS):  # not from this queue; its floor comes next
             return
+        self._out.pop(request, None)
         host = self._host(request)
         floor = self._clock.floor(host)
         if not floor and host in self._reported:
             return
         if not floor:
             self._reported.add(host)
+        self._ended(host, floor, known=True)
+
+    def _ended(self, host: str, floor: float, known: bool) -> None:
         keys = [self._hosts_key, self._floors_key]
-        self._scripts["ended"](keys=keys, args=[host, int(floor * 1_000_000)])
+        self._scripts["ended"](keys=keys, args=[host, int(floor * 1_000_000), int(known)])
 
     def clear(self) -> None:
         hosts = self.server.zrange(self._hosts_key, 0, -1)

@@ -95,14 +95,17 @@ def page_gaps(site, robots_too=False):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
-def seed_slow_and_fast(site, other_site, crawl_delay, slow, fast):
-    """A seed page on *other_site* linking *slow* pages of *site* (Crawl-delay
-    *crawl_delay*) then *fast* pages of *other_site* (no delay, another slot: Scrapy's
-    slots are per host name); returns the seed's URL."""
-    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {crawl_delay}\n".encode())
+def seed_slow_and_fast(site, other_site, crawl_delay, slow, fast, disallowed=0):
+    """A seed page on *other_site* linking *disallowed* pages of *site* that its
+    robots.txt disallows, *slow* pages of *site* (Crawl-delay *crawl_delay*), then
+    *fast* pages of *other_site* (no delay, another slot: Scrapy's slots are per host
+    name); returns the seed's URL."""
+    robots = f"User-agent: *\nCrawl-delay: {crawl_delay}\nDisallow: /private\n"
+    site.route("/robots.txt", body=robots.encode())
     other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     other_url = other_site.url.replace("127.0.0.1", "localhost")
-    urls = [f"{site.url}/p/{i}" for i in range(slow)]
+    urls = [f"{site.url}/private/{i}" for i in range(disallowed)]
+    urls += [f"{site.url}/p/{i}" for i in range(slow)]
     urls += [f"{other_url}/p/{i}" for i in range(fast)]
     links = "".join(f'<a href="{url}">.</a>' for url in urls).encode()
     other_site.route("/seed", body=b"<html><body>" + links + b"</body></html>")
@@ -230,7 +233,9 @@ def test_a_polite_shared_queue_shares_a_slow_hosts_pages_and_no_process_hoards_t
     another host's 30: with the package's scrapy-redis queue, a process takes a slow
     host's request only when the host is ready for the whole fleet, so each holds at
     most one of its requests, and the pages are shared out between the processes."""
-    seed = seed_slow_and_fast(site, other_site, CRAWL_DELAY, slow=30, fast=30)
+    # Disallowed pages too: dropped by the robots middleware, they must not hold the
+    # host for the fleet (the hold would last DOWNLOAD_TIMEOUT, past wait_all's limit).
+    seed = seed_slow_and_fast(site, other_site, CRAWL_DELAY, slow=30, fast=30, disallowed=5)
     settings = fleet_settings(
         fleet_redis,
         DOMAINBUDGET_ENABLED=False,
@@ -244,6 +249,7 @@ def test_a_polite_shared_queue_shares_a_slow_hosts_pages_and_no_process_hoards_t
         if hit.path.startswith("/p/"):
             by_process[hit.user_agent] = by_process.get(hit.user_agent, 0) + 1
     assert sum(by_process.values()) == 30
+    assert not any(hit.path.startswith("/private") for hit in site.hits)
     assert len(by_process) == 3 and min(by_process.values()) >= 3, by_process
     assert max(s.get("test/slot_active_max", 0) for s in stats) == 1
     assert min(page_gaps(site, robots_too=True)) >= CRAWL_DELAY

@@ -50,3 +50,15 @@ async def test_the_engine_is_woken_when_a_host_becomes_ready(site, monkeypatch):
     assert len(crawler.spider.seen) == 4
     starts = [hit.time for hit in site.hits]
     assert all(b - a >= 0.3 for a, b in itertools.pairwise(starts))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_jobdir_crawl_stopped_and_started_again_resumes_from_its_disk_queue(site, tmp_path):
+    urls = pages(site, 6)
+    resumable = {"JOBDIR": str(tmp_path / "job"), **ADDON}
+    first = await crawl(urls, CLOSESPIDER_PAGECOUNT=2, **resumable)
+    assert first.stats.get_value("finish_reason") == "closespider_pagecount"
+    second = await crawl([], **resumable)  # no start URLs: only what the disk queue kept
+    assert second.stats.get_value("scheduler/dequeued/disk") >= 1
+    assert second.spider.seen
+    assert not set(first.spider.seen) & set(second.spider.seen)  # nothing fetched twice
