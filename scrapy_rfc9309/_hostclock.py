@@ -21,20 +21,26 @@ def _never_seen(key: str) -> float | None:
     return None
 
 
+def _never_held(key: str) -> float:
+    return 0.0
+
+
 class HostClock:
-    """A slot key's floor and when it was last seen (a request's start or end), on the
-    clock *now*; without the throttle, no key has a floor."""
+    """A slot key's floor, when it was last seen (a request's start or end) and until
+    when it is held (a host backing off), on the clock *now*; without the throttle,
+    no key has a floor nor a hold."""
 
     def __init__(self) -> None:
         self.floor: Callable[[str], float] = _no_floor
         self.last_seen: Callable[[str], float | None] = _never_seen
+        self.held_until: Callable[[str], float] = _never_held
         self.now: Callable[[], float] = time.monotonic
 
     def ready_at(self, key: str) -> float:
         """The earliest time slot *key* may start its next request (0: any time)."""
         floor = self.floor(key)
         seen = self.last_seen(key) if floor else None
-        return seen + floor if seen is not None else 0.0
+        return max(seen + floor if seen is not None else 0.0, self.held_until(key))
 
 
 _CLOCKS: weakref.WeakKeyDictionary[Crawler, HostClock] = weakref.WeakKeyDictionary()

@@ -17,8 +17,8 @@ budget counting); the guards against hostile sites are here and in
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from time import monotonic
+from dataclasses import dataclass, replace
+from time import monotonic, time
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, signals
@@ -31,6 +31,7 @@ from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from ._settings import SettingError
+from .backoff import parse_retry_after
 from .robots import RobotsEntry, RobotsTxt, product_token
 from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 
@@ -172,7 +173,21 @@ class RobotsFetcher:
                 body = response.body
                 entry = plan.response(status, self._parse(response), monotonic())
                 return Fetched(entry, plan.url, first, body=body)
-            return Fetched(plan.response(status, None, monotonic()), plan.url, first)
+            entry = self._retry_after(plan.response(status, None, monotonic()), response)
+            return Fetched(entry, plan.url, first)
+
+    def _retry_after(self, entry: RobotsEntry, response: Response) -> RobotsEntry:
+        """With backing off on, a robots.txt answered "slow down" with a usable
+        ``Retry-After`` is fetched again after it (capped), not after
+        ``RFC9309_FAILURE_TTL``."""
+        backoff = self.config.backoff
+        if backoff is None or response.status not in backoff.codes:
+            return entry
+        retry_after = parse_retry_after(response.headers.get(b"Retry-After"), time())
+        if retry_after is None or retry_after.seconds is None:
+            return entry
+        wait = min(retry_after.seconds, backoff.max_retry_after)
+        return replace(entry, expires_at=entry.fetched_at + wait)
 
     def _robots_request(self, url: str, timeout: float) -> Request:
         return Request(

@@ -143,6 +143,9 @@ class RobotsSettings:
     lenient: bool
     user_agent: str | None
     excluded: Callable[[str], str | None]
+    #: With backing off on, a robots.txt answered "slow down" is fetched again after
+    #: its ``Retry-After`` (see :class:`BackoffSettings`).
+    backoff: BackoffSettings | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
@@ -162,6 +165,45 @@ class RobotsSettings:
             lenient=flag(settings, "RFC9309_LENIENT"),
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
             excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
+            backoff=BackoffSettings.from_settings(settings),
+        )
+
+
+@dataclass(frozen=True)
+class BackoffSettings:
+    """Backing off when a site says so (``BACKOFF_*``), validated."""
+
+    codes: frozenset[int]
+    max_retry_after: float
+    start: float
+    maximum: float
+    forgive_after: float
+    delay: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> BackoffSettings | None:
+        """The settings, or ``None`` when ``BACKOFF_ENABLED`` is off."""
+        settings = with_defaults(settings, BACKOFF_DEFAULTS)
+        if not flag(settings, "BACKOFF_ENABLED"):
+            return None
+        codes = settings.get("BACKOFF_HTTP_CODES")
+        if isinstance(codes, str):
+            codes = codes.split(",")
+        try:
+            parsed = frozenset(int(code) for code in codes)
+        except (TypeError, ValueError):
+            parsed = frozenset({0})
+        if not all(100 <= code <= 599 for code in parsed):
+            raise SettingError(
+                f"BACKOFF_HTTP_CODES must be a list of HTTP status codes, not {codes!r}"
+            )
+        return cls(
+            codes=parsed,
+            max_retry_after=number(settings, "BACKOFF_MAX_RETRY_AFTER", 0, 10**9),
+            start=number(settings, "BACKOFF_START", 0, 10**9),
+            maximum=number(settings, "BACKOFF_MAX", 0, 10**9),
+            forgive_after=number(settings, "BACKOFF_FORGIVE_AFTER", 0, 10**9),
+            delay=number(settings, "BACKOFF_DELAY", 0.001, 86400),
         )
 
 
@@ -198,6 +240,16 @@ CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
     "CRAWLDELAY_MAX_WAITING": 1000,
+}
+
+BACKOFF_DEFAULTS: dict[str, Any] = {
+    "BACKOFF_ENABLED": True,
+    "BACKOFF_HTTP_CODES": [429, 503],
+    "BACKOFF_MAX_RETRY_AFTER": 3600,
+    "BACKOFF_START": 10,
+    "BACKOFF_MAX": 600,
+    "BACKOFF_FORGIVE_AFTER": 1800,
+    "BACKOFF_DELAY": 1.0,
 }
 
 FLEET_DEFAULTS: dict[str, Any] = {
@@ -241,9 +293,15 @@ def redacted_url(url: str) -> str:
 
 #: Every setting of the package (and Scrapy's robots.txt settings it reads).
 KNOWN_SETTINGS = frozenset(
-    {**ROBOTS_DEFAULTS, **BUDGET_DEFAULTS, **CRAWLDELAY_DEFAULTS, **FLEET_DEFAULTS}
+    {
+        **ROBOTS_DEFAULTS,
+        **BUDGET_DEFAULTS,
+        **CRAWLDELAY_DEFAULTS,
+        **BACKOFF_DEFAULTS,
+        **FLEET_DEFAULTS,
+    }
 ) | {"ROBOTSTXT_OBEY", "ROBOTSTXT_USER_AGENT", "ROBOTSTXT_PARSER"}
-_PREFIXES = ("RFC9309_", "DOMAINBUDGET_", "CRAWLDELAY_", "FLEET_")
+_PREFIXES = ("RFC9309_", "DOMAINBUDGET_", "CRAWLDELAY_", "BACKOFF_", "FLEET_")
 
 
 #: Where a setting's value came from, by Scrapy's settings priority.

@@ -13,6 +13,8 @@ only of a host that is ready for the whole fleet:
   no process knows yet (its robots.txt not read) is held the same way;
 * a host known to have no floor stays ready: its requests are handed out in turns
   with the other ready hosts;
+* a host that asked to slow down (see :mod:`.extensions._backoff`) is not ready
+  before its hold ends, and is floored while it backs off;
 * a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
   process killed mid-request holds its hosts no longer).
 
@@ -85,7 +87,8 @@ return {data, false}
 )
 #: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the
 #: floor is known (1) or the request was dropped before the site saw it (0: the host
-#: was ready when it was taken, so it is ready again now).
+#: was ready when it was taken, so it is ready again now), how much longer the host
+#: is held (microseconds: it asked to slow down).
 _ENDED = (
     _NOW
     + """
@@ -94,6 +97,7 @@ if ARGV[3] == '1' then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   wait = tonumber(ARGV[2])
 end
+wait = math.max(wait, tonumber(ARGV[4]))
 redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + wait), ARGV[1])
 return 1
 """
@@ -178,11 +182,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             return
         if not floor:
             self._reported.add(host)
+        else:
+            self._reported.discard(host)  # a host that backs off is floored for a while
         self._ended(host, floor, known=True)
 
     def _ended(self, host: str, floor: float, known: bool) -> None:
-        keys = [self._hosts_key, self._floors_key]
-        self._scripts["ended"](keys=keys, args=[host, int(floor * 1_000_000), int(known)])
+        held = max(self._clock.held_until(host) - self._clock.now(), 0.0)
+        args = [host, int(floor * 1_000_000), int(known), int(held * 1_000_000)]
+        self._scripts["ended"](keys=[self._hosts_key, self._floors_key], args=args)
 
     def clear(self) -> None:
         hosts = self.server.zrange(self._hosts_key, 0, -1)

@@ -24,6 +24,7 @@ class Hit:
     time: float
     path: str
     user_agent: str
+    status: int = 200
 
 
 class Site:
@@ -32,6 +33,7 @@ class Site:
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
         self.hits: list[Hit] = []
+        self._first: list[tuple[str, list[Route]]] = []  # (path prefix, answers left)
         self._lock = threading.Lock()
         site = self
 
@@ -39,13 +41,16 @@ class Site:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                with site._lock:
-                    site.hits.append(
-                        Hit(time.monotonic(), self.path, self.headers.get("User-Agent", ""))
-                    )
-                route = site.routes.get(self.path) or site.routes.get(self.path.split("?")[0])
+                arrived = time.monotonic()
+                route = site._first_answer(self.path)
+                route = (
+                    route or site.routes.get(self.path) or site.routes.get(self.path.split("?")[0])
+                )
                 if route is None:
                     route = Route(body=b"<html><body>page</body></html>")
+                with site._lock:
+                    agent = self.headers.get("User-Agent", "")
+                    site.hits.append(Hit(arrived, self.path, agent, route.status))
                 if route.delay:
                     time.sleep(route.delay)
                 try:
@@ -83,6 +88,18 @@ class Site:
 
     def route(self, path: str, **kwargs: object) -> None:
         self.routes[path] = Route(**kwargs)  # type: ignore[arg-type]
+
+    def answer_first(self, prefix: str, *routes: Route) -> None:
+        """The first requests for paths starting with *prefix* get *routes*, in turn;
+        the later ones, the usual answer."""
+        self._first.append((prefix, list(routes)))
+
+    def _first_answer(self, path: str) -> Route | None:
+        with self._lock:
+            for prefix, routes in self._first:
+                if path.startswith(prefix) and routes:
+                    return routes.pop(0)
+        return None
 
     def paths(self) -> list[str]:
         with self._lock:

@@ -6,6 +6,10 @@ The gate is asked only when the slot's own floor has passed and nothing of its o
 on the wire; it then asks Redis (one call), and the request waits in the slot's queue
 meanwhile, holding no download.  If Redis fails, the gate admits at once: the process
 keeps its own floor, no less polite than a lone process (see :mod:`.._fleet_health`).
+
+A host that asked to slow down is held in Redis too (:meth:`FleetGates.hold`): the
+gate of every process waits for it, and :meth:`FleetGates.holds` tells the throttle
+which hosts to hold and floor before their next request reaches the gate.
 """
 
 from __future__ import annotations
@@ -99,6 +103,32 @@ class FleetGates:
         except SpacingError as exc:
             if not self._closed:  # else cut off by close(): the lease ends the hold
                 self.health.failed(exc, "fleet/spacing_error")
+
+    def hold(self, key: str, seconds: float) -> None:
+        """Slot *key* asked to slow down: hold it in every process for *seconds*."""
+        if self.health.usable():
+            self._call(self._hold(key, seconds))
+
+    async def _hold(self, key: str, seconds: float) -> None:
+        try:
+            await self.spacing.hold(key, seconds)
+        except SpacingError as exc:
+            if not self._closed:  # the local hold stands
+                self.health.failed(exc, "fleet/spacing_error")
+
+    async def holds(self) -> list[tuple[str, float]]:
+        """The slot keys the fleet holds now, each with the seconds left ([] if Redis
+        cannot say)."""
+        if not self.health.usable():
+            return []
+        try:
+            held = await self.spacing.holds()
+        except SpacingError as exc:
+            if not self._closed:
+                self.health.failed(exc, "fleet/spacing_error")
+            return []
+        self.health.answered()
+        return held
 
     def close(self) -> None:
         self._closed = True

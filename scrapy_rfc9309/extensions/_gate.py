@@ -21,19 +21,30 @@ if TYPE_CHECKING:
     from ._fleet import FleetGates
 
 
-class EndToStartGate:
-    """Admits one request at a time per floored slot key; with *fleet*, only once the
-    fleet's Redis holds the host for this process.  *floor* gives a key's floor."""
+def _never_held(key: str) -> bool:
+    return False
 
-    def __init__(self, floor: Callable[[str], float], fleet: FleetGates | None) -> None:
+
+class EndToStartGate:
+    """Admits one request at a time per floored slot key, none while *held(key)* (a
+    host backing off, see :mod:`._backoff`); with *fleet*, only once the fleet's
+    Redis holds the host for this process.  *floor* gives a key's floor."""
+
+    def __init__(
+        self,
+        floor: Callable[[str], float],
+        fleet: FleetGates | None,
+        held: Callable[[str], bool] | None = None,
+    ) -> None:
         self._floor = floor
         self._fleet = fleet
+        self._held = held or _never_held
         self._on_the_wire: set[str] = set()  # keys with a started request not yet ended
         self._admitted: set[str] = set()  # those this gate let start
 
     def admits(self, slot: Slot) -> bool:
         key = _slots.queued_key(slot)
-        if key is None or key in self._on_the_wire:
+        if key is None or key in self._on_the_wire or self._held(key):
             return False
         if self._fleet is not None and not self._fleet.admits(key, self._floor(key)):
             return False

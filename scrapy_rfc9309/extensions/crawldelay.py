@@ -26,6 +26,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from .._budget import load_policy
@@ -33,6 +34,7 @@ from .._hostclock import host_clock
 from .._robots import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token
 from .._settings import (
     CRAWLDELAY_DEFAULTS,
+    BackoffSettings,
     SettingError,
     flag,
     fleet_url,
@@ -42,12 +44,14 @@ from .._settings import (
 )
 from ..robotparser import RobotParser
 from . import _slots
+from ._backoff import Backoff
 from ._fleet import FleetGates
 from ._gate import EndToStartGate
 from ._lastseen import LastSeen
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.robotstxt import RobotParser as ScrapyRobotParser
     from typing_extensions import Self
 
@@ -80,7 +84,13 @@ class CrawlDelayThrottle:
         fleet = fleet_url(settings)
         lease = settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN
         self._fleet = self._fleet_gates(crawler, fleet, lease)
-        self._gate = EndToStartGate(self.floor, self._fleet)
+        backoff = BackoffSettings.from_settings(settings)
+        self._backoff = (
+            Backoff(crawler, backoff, self._fleet, self._hold_ended) if backoff else None
+        )
+        self._gate = EndToStartGate(
+            self.floor, self._fleet, self._backoff.held if self._backoff else None
+        )
         self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
         self.policy: BudgetPolicy | None = None
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -95,8 +105,11 @@ class CrawlDelayThrottle:
         self._last_seen = LastSeen(self.floor, _slots.slot_clock)
         clock = host_clock(crawler)
         clock.floor, clock.last_seen, clock.now = self.floor, self._last_seen.get, _slots.slot_clock
+        if self._backoff is not None:
+            clock.held_until = self._backoff.held_until
         self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
         self._poll: LoopingCall | None = None
+        self._holds_poll: LoopingCall | None = None
         logger.info(
             "Crawl-delay throttle: requests to a host at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
@@ -111,6 +124,9 @@ class CrawlDelayThrottle:
         crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
+        if self._backoff is not None:
+            crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+            crawler.signals.connect(self._backoff.close, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -128,7 +144,8 @@ class CrawlDelayThrottle:
         """The least time from the end of one request of slot *key* to the start of
         the next, in seconds."""
         configured = self._slot_delays.get(key, self._default_delay)
-        return max(configured, *self._site_delays.get(key, {}).values(), 0.0)
+        backoff = self._backoff.delay(key) if self._backoff is not None else 0.0
+        return max(configured, backoff, *self._site_delays.get(key, {}).values())
 
     # -- signals ---------------------------------------------------------
 
@@ -176,7 +193,10 @@ class CrawlDelayThrottle:
         if self.max_waiting:
             self._poll = LoopingCall(self._poll_while_waiting)
             self._poll.start(self.POLL_INTERVAL, now=False)
-            self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+        if self._fleet is not None and self._backoff is not None:
+            self._holds_poll = LoopingCall(self._poll_fleet_holds)
+            self._holds_poll.start(self.HOLDS_POLL_INTERVAL)
+        self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
     def _stop(self, exc: _slots.SeamError) -> None:
         """Stop the crawl before any request is sent: a seam moved."""
@@ -191,8 +211,26 @@ class CrawlDelayThrottle:
             _slots.wake_engine(self.crawler)
 
     def _engine_stopped(self) -> None:
-        if self._poll is not None and self._poll.running:
-            self._poll.stop()
+        for poll in (self._poll, self._holds_poll):
+            if poll is not None and poll.running:
+                poll.stop()
+
+    #: How often a process of a fleet reads which hosts the fleet holds (seconds).
+    HOLDS_POLL_INTERVAL = 0.5
+    #: A hold read from the fleet is taken when it ends this much later than the
+    #: process's own (seconds): its own holds come back with the round trip added.
+    HOLDS_MARGIN = 0.5
+
+    def _poll_fleet_holds(self) -> Deferred[None]:
+        return deferred_from_coro(self._learn_fleet_holds())
+
+    async def _learn_fleet_holds(self) -> None:
+        assert self._fleet is not None and self._backoff is not None
+        now = _slots.slot_clock()
+        for key, seconds in await self._fleet.holds():
+            if now + seconds > self._backoff.held_until(key) + self.HOLDS_MARGIN:
+                self._backoff.learn(key, seconds)
+                self._apply_floor(key)
 
     def _reached(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
@@ -206,6 +244,16 @@ class CrawlDelayThrottle:
             slot = _slots.slot(self.crawler, key)
             if slot is not None and not _slots.is_gated(slot):
                 _slots.set_floor(slot, 0.0, self._gate)
+
+    def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        assert self._backoff is not None
+        key = self._backoff.downloaded(response, request)
+        if key is not None:  # held: the slot's floor is at least BACKOFF_DELAY now
+            self._update(key, authority_of(request), request)
+
+    def _hold_ended(self, key: str) -> None:
+        _slots.wake(self.crawler, key)
+        _slots.wake_engine(self.crawler)
 
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
@@ -259,6 +307,10 @@ class CrawlDelayThrottle:
             self._slots_of.setdefault(authority, set()).add(key)
         elif sites is not None:
             sites.pop(authority, None)
+        self._apply_floor(key)
+
+    def _apply_floor(self, key: str) -> None:
+        """Give slot *key*, if live, its floor now."""
         slot = _slots.slot(self.crawler, key)
         floor = self.floor(key)
         if floor:

@@ -12,7 +12,10 @@ process asked for (``floor``).  Both calls are atomic scripts on the server's cl
 * ``release``: the request ended now (``end = now``), nobody holds the host.
 
 So the fleet's next request to a host starts no earlier than ``floor`` after the
-previous one ended, whichever process sent either.  A process killed mid-request
+previous one ended, whichever process sent either.  A host that asked to slow down
+is held (``hold``): ``acquire`` answers "wait" until then, and the host is listed in
+``{prefix}-holds``, a sorted set by the end of each hold, which every process reads
+(:meth:`FleetSpacing.holds`) to hold the host too.  A process killed mid-request
 holds its hosts until their lease runs out.  Keys expire after ten idle minutes (a
 lowered floor is forgotten then).  Pure asyncio: no Scrapy, no Twisted.
 """
@@ -20,6 +23,7 @@ lowered floor is forgotten then).  Pure asyncio: no Scrapy, no Twisted.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from ..budget.resp import RedisReplyError
 from . import fleet_client
@@ -29,13 +33,14 @@ _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + ton
 _STORE = """
 redis.call('HSET', KEYS[1], 'busy', string.format('%.0f', busy), 'end',
   string.format('%.0f', last_end), 'floor', string.format('%.0f', floor))
-redis.call('PEXPIRE', KEYS[1], math.floor((busy - now + floor) / 1000) + 600000)
+redis.call('PEXPIRE', KEYS[1], math.floor((math.max(busy, hold) - now + floor) / 1000) + 600000)
 """
 _LOAD = """
-local stored = redis.call('HMGET', KEYS[1], 'busy', 'end', 'floor')
+local stored = redis.call('HMGET', KEYS[1], 'busy', 'end', 'floor', 'hold')
 local floor = math.max(tonumber(ARGV[1]), tonumber(stored[3]) or 0)
 local busy = tonumber(stored[1]) or 0
 local last_end = tonumber(stored[2]) or 0
+local hold = tonumber(stored[4]) or 0
 """
 #: KEYS[1] = the host's key; ARGV = floor, lease, poll (microseconds).
 #: Returns the microseconds to wait before asking again, 0 to start now.
@@ -43,6 +48,7 @@ _ACQUIRE = (
     _NOW
     + _LOAD
     + """
+if now < hold then return hold - now end
 if now < busy then return math.max(math.min(busy - now, tonumber(ARGV[3]), floor), 1000) end
 if now < last_end + floor then return last_end + floor - now end
 busy = now + tonumber(ARGV[2])
@@ -52,6 +58,38 @@ busy = now + tonumber(ARGV[2])
 )
 #: KEYS[1] = the host's key; ARGV[1] = floor (microseconds).
 _RELEASE = _NOW + _LOAD + "busy = now\nlast_end = now\n" + _STORE + "return 1\n"
+#: KEYS[1] = the host's key; ARGV = floor (0), the hold (microseconds from now).
+_HOLD = (
+    _NOW
+    + _LOAD
+    + """
+hold = math.max(hold, now + tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'hold', string.format('%.0f', hold))
+"""
+    + _STORE
+    + "return 1\n"
+)
+#: KEYS[1] = the holds' sorted set; ARGV = host, the hold (microseconds from now).
+_ANNOUNCE = (
+    _NOW
+    + """
+local ending = now + tonumber(ARGV[2])
+local known = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or '0')
+if ending > known then redis.call('ZADD', KEYS[1], string.format('%.0f', ending), ARGV[1]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+return 1
+"""
+)
+#: KEYS[1] = the holds' sorted set.  Returns {host, microseconds left, ...}.
+_HOLDS = (
+    _NOW
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+local held = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 2, #held, 2 do held[i] = string.format('%.0f', tonumber(held[i]) - now) end
+return held
+"""
+)
 
 #: While another process holds a host, ask again at least this often (seconds), so
 #: that a host with no floor yet (its robots.txt on the wire) is not polled endlessly.
@@ -69,6 +107,7 @@ class FleetSpacing:
 
     def __init__(self, url: str, prefix: str = "rfc9309:spacing", timeout: float = 2.0):
         self.prefix = prefix
+        self._holds_key = f"{prefix}-holds"
         self._redis = fleet_client(url, timeout)
 
     async def acquire(self, host: str, floor: float, lease: float) -> float:
@@ -79,23 +118,42 @@ class FleetSpacing:
     async def release(self, host: str, floor: float) -> None:
         await self._eval(_RELEASE, host, floor)
 
+    async def hold(self, host: str, seconds: float) -> None:
+        """No process starts a request to *host* for *seconds* (it asked to slow
+        down), and the others find it in :meth:`holds`."""
+        await self._eval(_HOLD, host, 0.0, seconds)
+        micros = int(seconds * 1_000_000)
+        await self._call(_ANNOUNCE, self._holds_key, host, micros)
+
+    async def holds(self) -> list[tuple[str, float]]:
+        """The hosts held now, each with the seconds left."""
+        reply = await self._call(_HOLDS, self._holds_key)
+        return [
+            (host.decode(), int(left) / 1_000_000)
+            for host, left in zip(reply[::2], reply[1::2], strict=True)
+        ]
+
     async def _eval(self, script: str, host: str, *seconds: float) -> int:
-        key = f"{self.prefix}:{host}"
         args = [int(value * 1_000_000) for value in seconds]
+        return int(await self._call(script, f"{self.prefix}:{host}", *args))
+
+    async def _call(self, script: str, key: str, *args: bytes | str | int) -> Any:
         sha = _SHAS[script]
         try:
             try:
-                reply = await self._redis.call("EVALSHA", sha, 1, key, *args)
+                return await self._redis.call("EVALSHA", sha, 1, key, *args)
             except RedisReplyError as exc:
                 if not str(exc).startswith("NOSCRIPT"):
                     raise
-                reply = await self._redis.call("EVAL", script, 1, key, *args)
+                return await self._redis.call("EVAL", script, 1, key, *args)
         except Exception as exc:
             raise SpacingError(str(exc)) from exc
-        return int(reply)
 
     def close(self) -> None:
         self._redis.close()
 
 
-_SHAS = {script: hashlib.sha1(script.encode()).hexdigest() for script in (_ACQUIRE, _RELEASE)}
+_SHAS = {
+    script: hashlib.sha1(script.encode()).hexdigest()
+    for script in (_ACQUIRE, _RELEASE, _HOLD, _ANNOUNCE, _HOLDS)
+}

@@ -12,7 +12,7 @@ PACKAGE = Path(scrapy_rfc9309.__file__).parent
 #: budget core and its storages, and the fleet's Redis protocols.
 CORE_MODULES = [
     module.name
-    for package in ("robots", "budget", "fleet")
+    for package in ("robots", "budget", "fleet", "backoff")
     for module in pkgutil.walk_packages(
         [str(PACKAGE / package)], prefix=f"scrapy_rfc9309.{package}."
     )
@@ -25,6 +25,7 @@ def test_the_core_modules_are_found():
         "scrapy_rfc9309.budget.policy",
         "scrapy_rfc9309.budget.storage._sqlite",
         "scrapy_rfc9309.fleet.spacing",
+        "scrapy_rfc9309.backoff._holds",
     } <= set(CORE_MODULES)
 
 

@@ -48,6 +48,28 @@ async def test_one_process_at_a_time_holds_a_host_and_the_next_waits_the_floor_a
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_host_held_for_slowing_down_is_not_acquired_and_is_listed_until_it_ends(url):
+    spacing = FleetSpacing(url)
+
+    async def scenario():
+        await spacing.hold("a.example", 0.6)
+        await spacing.hold("a.example", 0.2)  # a shorter hold does not shorten it
+        await spacing.hold("b.example", 0.3)
+        held = dict(await spacing.holds())
+        wait = await spacing.acquire("a.example", 0.0, 30)
+        await asyncio.sleep(0.65)
+        after = await spacing.acquire("a.example", 0.0, 30), await spacing.holds()
+        spacing.close()
+        return held, wait, after
+
+    held, wait, (acquired, still_held) = await on_loop(scenario())
+    assert set(held) == {"a.example", "b.example"}
+    assert 0.5 < held["a.example"] <= 0.6 and 0.2 < held["b.example"] <= 0.3
+    assert 0.5 < wait <= 0.6  # every process waits for the hold's end
+    assert acquired == 0 and still_held == []
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_hold_left_by_a_dead_process_ends_with_its_lease(url):
     spacing = FleetSpacing(url)
 

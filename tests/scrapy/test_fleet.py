@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.server import Route
+
 ROOT = Path(__file__).resolve().parents[2]
 CRAWL_DELAY = 0.5
 
@@ -254,3 +256,42 @@ def test_a_polite_shared_queue_shares_a_slow_hosts_pages_and_no_process_hoards_t
     assert max(s.get("test/slot_active_max", 0) for s in stats) == 1
     assert min(page_gaps(site, robots_too=True)) >= CRAWL_DELAY
     assert len([h for h in other_site.hits if h.path.startswith("/p/")]) == 30
+
+
+def quiet_after_429(site):
+    """The seconds from the site's 429 answer to its next request, from any process."""
+    hits = sorted(site.hits, key=lambda hit: hit.time)
+    index = next(i for i, hit in enumerate(hits) if hit.status == 429)
+    return hits[index + 1].time - hits[index].time, hits[index + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("robots", "queue"),
+    [
+        # A floored host: every process asks the fleet's Redis before each request.
+        (f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n", {}),
+        # No floor, the polite shared queue: the host is not handed out while held.
+        (
+            "User-agent: *\nAllow: /\n",
+            {"SCHEDULER_QUEUE_CLASS": "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"},
+        ),
+    ],
+    ids=["crawl-delay", "host-ready-queue"],
+)
+def test_a_429_answered_to_one_process_holds_every_process(site, fleet_redis, robots, queue):
+    site.route("/robots.txt", body=robots.encode())
+    site.answer_first("/p/", Route(status=429, headers={"Retry-After": "3"}))
+    urls = [f"{site.url}/p/{i}" for i in range(10)]
+    settings = fleet_settings(
+        fleet_redis, DOMAINBUDGET_ENABLED=False, RETRY_ENABLED=True, BACKOFF_DELAY=0.1, **queue
+    )
+    stats = wait_all(start_fleet(settings, urls, processes=2))
+    assert 429 in {hit.status for hit in site.hits}, (site.paths(), stats)
+    quiet, later = quiet_after_429(site)
+    assert quiet >= 3.0
+    assert sum(hit.path.startswith("/p/") for hit in later) == 10  # the 429'd one retried
+    # Both processes sent pages after the hold: the other one was held too.
+    assert {hit.user_agent for hit in later} == {"TestBot/1.0 (0)", "TestBot/1.0 (1)"}
+    held, other = sorted(stats, key=lambda each: -each.get("backoff/holds", 0))
+    assert held["backoff/holds"] == 1 and "backoff/holds" not in other
+    assert other["backoff/fleet_holds_learnt"] >= 1  # read from the fleet's Redis

@@ -1,0 +1,10 @@
+"""Backing off when a site says so (a 429 or 503 answer, ``Retry-After``): how long
+to hold each host, and what was held.  Pure Python: the caller reads the clocks and
+keeps requests from starting."""
+
+from __future__ import annotations
+
+from ._holds import HostBackoff, HostRecord, Incident
+from ._retryafter import RetryAfter, parse_retry_after
+
+__all__ = ["HostBackoff", "HostRecord", "Incident", "RetryAfter", "parse_retry_after"]

@@ -1,0 +1,195 @@
+"""Backing off in real crawls: a site that answers 429 or 503 gets no request until
+its hold ends, as the site's own request log shows (lower bounds only)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from email.utils import formatdate
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from scrapy_rfc9309._settings import SettingError
+from tests.crawl import ListSpider, crawl
+from tests.server import Route
+
+#: The add-on, with Scrapy's RetryMiddleware on (it retries 429 and 503 at once).
+BACKOFF = {
+    "ADDONS": {"scrapy_rfc9309.Addon": 500},
+    "DOWNLOADER_MIDDLEWARES": {},
+    "RETRY_ENABLED": True,
+}
+
+
+def pages(site, count=4):
+    return [f"{site.url}/p/{number}" for number in range(count)]
+
+
+def slow_down(status=429, retry_after=None):
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return Route(status=status, headers=headers)
+
+
+def quiet_after_each_slow_down(site):
+    """For each "slow down" answer, the seconds until the site's next request (any
+    path), as the site saw them; the last answer may have none after it."""
+    hits = sorted(site.hits, key=lambda hit: hit.time)
+    quiet = []
+    for index, hit in enumerate(hits):
+        if hit.status in (429, 503) and index + 1 < len(hits):
+            quiet.append(hits[index + 1].time - hit.time)
+    return quiet
+
+
+def page_hits(site):
+    return [hit for hit in site.hits if hit.path.startswith("/p/")]
+
+
+@pytest_twisted.ensureDeferred
+async def test_retry_after_holds_the_host_and_scrapys_retries_wait_and_other_hosts_go_on(
+    site, other_site
+):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="3"), slow_down(retry_after="3"))
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")  # another host
+    other_pages = [url.replace(other_site.url, other_url) for url in pages(other_site, 8)]
+    crawler = await crawl(pages(site) + other_pages, BACKOFF_DELAY=0.2, **BACKOFF)
+
+    quiet = quiet_after_each_slow_down(site)
+    assert len(quiet) == 2
+    assert min(quiet) >= 3.0
+    assert len(crawler.spider.seen) == 12  # every page, the two answered 429 retried
+    assert crawler.stats.get_value("backoff/holds") == 2
+    assert crawler.stats.get_value("backoff/retry_after_max") == 3
+    # The other host was not held: all its pages came before the first hold ended.
+    first_429 = min(hit.time for hit in site.hits if hit.status == 429)
+    assert all(hit.time < first_429 + 3 for hit in page_hits(other_site))
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_already_waiting_in_the_downloader_wait_for_the_hold_too(site):
+    """Scrapy's own scheduler queue hands every page to the downloader at once: with
+    a Crawl-delay, they wait in the host's download slot, which holds them."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.2\n")
+    site.answer_first("/p/", slow_down(retry_after="2"))
+    crawler = await crawl(
+        pages(site), SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue", **BACKOFF
+    )
+    assert len(crawler.spider.seen) == 4
+    assert min(quiet_after_each_slow_down(site)) >= 2.0
+
+
+@pytest_twisted.ensureDeferred
+async def test_before_scrapy_alone_sends_requests_within_the_retry_after_window(site):
+    """The "before" of the first test: Scrapy's own RetryMiddleware and scheduler
+    against the same site."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="3"), slow_down(retry_after="3"))
+    await crawl(pages(site), RETRY_ENABLED=True)
+    first = min(hit.time for hit in site.hits if hit.status == 429)
+    within = sum(1 for hit in site.hits if first < hit.time < first + 3)
+    print(f"Scrapy alone: {within} requests within Retry-After: 3 s of the first 429")
+    assert within >= 2  # at least the two retries
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_http_date_form(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    # Whole seconds: 3 s ahead is at least 2 s ahead once received.
+    site.answer_first("/p/", slow_down(retry_after=formatdate(time.time() + 3, usegmt=True)))
+    await crawl(pages(site, 2), **BACKOFF)
+    assert min(quiet_after_each_slow_down(site)) >= 2.0
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_retry_after_the_backoff_grows_with_each_incident(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", *[slow_down(status=503)] * 3)
+    crawler = await crawl(
+        pages(site, 1), BACKOFF_START=0.4, BACKOFF_DELAY=0.05, RETRY_TIMES=3, **BACKOFF
+    )
+    quiet = quiet_after_each_slow_down(site)
+    assert len(quiet) == 3
+    assert quiet[0] >= 0.4 and quiet[1] >= 0.8 and quiet[2] >= 1.6
+    assert crawler.spider.seen == pages(site, 1)
+    assert crawler.stats.get_value("backoff/holds") == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_absurd_retry_after_values_are_capped_or_ignored_and_the_crawl_ends(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    absurd = [
+        "1" + "0" * 30,
+        "Fri, 31 Dec 9999 23:59:59 GMT",
+        "-5",
+        "soon",
+        "Thu, 01 Jan 1970 00:00:00 GMT",
+    ]
+    site.answer_first("/p/", *[slow_down(retry_after=value) for value in absurd])
+    crawler = await crawl(
+        pages(site, 1),
+        BACKOFF_MAX_RETRY_AFTER=1,
+        BACKOFF_START=0.3,
+        BACKOFF_MAX=0.3,
+        RETRY_TIMES=5,
+        **BACKOFF,
+    )
+    stats = crawler.stats
+    assert crawler.spider.seen == pages(site, 1)
+    assert stats.get_value("finish_reason") == "finished"
+    assert stats.get_value("backoff/retry_after_capped") == 2
+    assert stats.get_value("backoff/retry_after_ignored") == 3
+    quiet = quiet_after_each_slow_down(site)
+    assert quiet[0] >= 1 and quiet[1] >= 1  # capped, not forever
+    assert min(quiet[2:]) >= 0.3  # ignored: the backoff without Retry-After
+
+
+class TwoVisitsSpider(ListSpider):
+    """Requests one page, then another after *pause* seconds."""
+
+    name = "two_visits"
+
+    async def start(self):
+        yield scrapy.Request(self.urls[0], callback=self.parse, errback=self.failed)
+        await asyncio.sleep(self.pause)
+        yield scrapy.Request(self.urls[1], callback=self.parse, errback=self.failed)
+
+    def failed(self, failure):
+        pass
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_answered_429_is_fetched_again_after_its_retry_after(site):
+    site.answer_first("/robots.txt", slow_down(retry_after="1"))
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    crawler = await crawl(
+        pages(site, 2), spider=TwoVisitsSpider, spider_kwargs={"pause": 1.5}, **BACKOFF
+    )
+    # The first page went while robots.txt was unreachable: disallowed (RFC 9309
+    # §2.3.1.3); the second came after the Retry-After, not RFC9309_FAILURE_TTL.
+    assert site.paths() == ["/robots.txt", "/robots.txt", "/p/1"]
+    assert crawler.spider.seen == [f"{site.url}/p/1"]
+    assert min(quiet_after_each_slow_down(site)) >= 1.0
+
+
+@pytest_twisted.ensureDeferred
+async def test_backing_off_can_be_turned_off(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="3"))
+    crawler = await crawl(pages(site, 1), BACKOFF_ENABLED=False, **BACKOFF)
+    assert crawler.spider.seen == pages(site, 1)
+    assert max(quiet_after_each_slow_down(site)) < 3  # Scrapy retried at once
+    assert crawler.stats.get_value("backoff/holds") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("BACKOFF_HTTP_CODES", ["slow"]), ("BACKOFF_DELAY", 0)]
+)
+@pytest_twisted.ensureDeferred
+async def test_a_bad_backoff_setting_stops_the_crawl_at_start_up(site, name, value):
+    with pytest.raises(SettingError, match=name):
+        await crawl([site.url + "/a"], **{name: value}, **BACKOFF)
+    assert site.paths() == []
