@@ -39,7 +39,7 @@ HOST_READY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
 class Addon:
     """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's, adds
     the package's components, keeping any order the user already set, turns the
-    Crawl-delay throttle on unless the user turned it off, and has the scheduler
+    Crawl-delay throttle and backing off on unless the user turned them off, and has the scheduler
     release requests only to ready hosts unless the project chose its own
     ``SCHEDULER_PRIORITY_QUEUE``.  Logs a WARNING for each
     setting that would silently do nothing (see :func:`._settings.mistakes`)."""
@@ -57,6 +57,7 @@ class Addon:
             "EXTENSIONS", CrawlDelayThrottle, CRAWLDELAY_ORDER
         )
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
+        settings.set("BACKOFF_ENABLED", True, priority="addon")
         if not settings.getint("CONCURRENT_REQUESTS_PER_IP"):  # per host, not per IP
             settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
         for mistake in mistakes(settings):

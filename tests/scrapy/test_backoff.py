@@ -13,7 +13,7 @@ import scrapy
 
 from scrapy_rfc9309._settings import SettingError
 from tests.crawl import ListSpider, crawl
-from tests.server import Route
+from tests.server import Route, closed_port
 
 #: The add-on, with Scrapy's RetryMiddleware on (it retries 429 and 503 at once).
 BACKOFF = {
@@ -193,3 +193,15 @@ async def test_a_bad_backoff_setting_stops_the_crawl_at_start_up(site, name, val
     with pytest.raises(SettingError, match=name):
         await crawl([site.url + "/a"], **{name: value}, **BACKOFF)
     assert site.paths() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_the_fleet_redis_down_each_process_keeps_its_own_holds(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="2"))
+    crawler = await crawl(
+        pages(site, 2), FLEET_REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0", **BACKOFF
+    )
+    assert crawler.stats.get_value("fleet/spacing_error") >= 1
+    assert len(crawler.spider.seen) == 2
+    assert min(quiet_after_each_slow_down(site)) >= 2.0
