@@ -32,7 +32,7 @@ from w3lib.url import safe_url_string
 
 from ._settings import SettingError
 from .backoff import parse_retry_after
-from .robots import RobotsEntry, RobotsTxt, product_token
+from .robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
 from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 
 if TYPE_CHECKING:
@@ -106,13 +106,28 @@ def has_robots_txt(request: Request) -> bool:
 class Fetched:
     """The result of one fetch: the entry to cache, the URL last requested, the first
     request (to the authority itself, for Scrapy's ``robots_parsed`` signal), the
-    error that made it unreachable, and the body a 2xx entry was parsed from."""
+    error that made it unreachable, the body a 2xx entry was parsed from, and the
+    validators a later conditional request can send.  ``not_modified``: the site
+    answered 304 to a conditional request; the entry is the stored copy."""
 
     entry: RobotsEntry
     url: str
     request: Request
     error: BaseException | None = None
     body: bytes | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    not_modified: bool = False
+
+
+@dataclass(frozen=True)
+class Revalidation:
+    """A stored copy of a robots.txt, to refresh with a conditional request."""
+
+    robots: RobotsTxt
+    body: bytes
+    etag: str | None
+    last_modified: str | None
 
 
 class RobotsFetcher:
@@ -127,9 +142,15 @@ class RobotsFetcher:
         self.config = config
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
-    async def fetch(self, authority: str, previous: RobotsEntry | None = None) -> Fetched:
+    async def fetch(
+        self,
+        authority: str,
+        previous: RobotsEntry | None = None,
+        revalidate: Revalidation | None = None,
+    ) -> Fetched:
         """Fetch ``{authority}/robots.txt``; *previous* is the last cached entry (its
-        file is reused while the site is unreachable, RFC 9309 §2.4)."""
+        file is reused while the site is unreachable, RFC 9309 §2.4); with
+        *revalidate*, the request is conditional, and a 304 answer renews that copy."""
         config = self.config
         plan = FetchPlan(
             authority,
@@ -142,7 +163,7 @@ class RobotsFetcher:
         first: Request | None = None
         while True:
             time_left = plan.time_left(monotonic())
-            request = self._robots_request(plan.url, time_left)
+            request = self._robots_request(plan.url, time_left, None if first else revalidate)
             first = first or request
             if time_left <= 0:  # the redirects so far took all of RFC9309_TIMEOUT
                 self.stats.inc_value("rfc9309/exception_count/TimeoutError")
@@ -162,6 +183,17 @@ class RobotsFetcher:
                 return Fetched(plan.unreachable(monotonic()), plan.url, first, exc)
             status = response.status
             self.stats.inc_value(f"rfc9309/response_status_count/{status}")
+            if status == 304 and revalidate is not None and request is first:
+                entry = config.policy.success(revalidate.robots, monotonic(), status)
+                return Fetched(
+                    entry,
+                    plan.url,
+                    first,
+                    body=revalidate.body,
+                    etag=_header(response, b"ETag", revalidate.etag),
+                    last_modified=_header(response, b"Last-Modified", revalidate.last_modified),
+                    not_modified=True,
+                )
             if is_redirect(status):
                 location = response.headers.get(b"Location")
                 ended = plan.redirect(_clean_location(location, response), monotonic())
@@ -172,7 +204,14 @@ class RobotsFetcher:
             if 200 <= status < 300:
                 body = response.body
                 entry = plan.response(status, self._parse(response), monotonic())
-                return Fetched(entry, plan.url, first, body=body)
+                return Fetched(
+                    entry,
+                    plan.url,
+                    first,
+                    body=body,
+                    etag=_header(response, b"ETag"),
+                    last_modified=_header(response, b"Last-Modified"),
+                )
             entry = self._retry_after(plan.response(status, None, monotonic()), response)
             return Fetched(entry, plan.url, first)
 
@@ -189,9 +228,18 @@ class RobotsFetcher:
         wait = min(retry_after.seconds, backoff.max_retry_after)
         return replace(entry, expires_at=entry.fetched_at + wait)
 
-    def _robots_request(self, url: str, timeout: float) -> Request:
+    def _robots_request(
+        self, url: str, timeout: float, revalidate: Revalidation | None = None
+    ) -> Request:
+        headers = {}
+        if revalidate is not None:
+            if revalidate.etag:
+                headers["If-None-Match"] = revalidate.etag
+            if revalidate.last_modified:
+                headers["If-Modified-Since"] = revalidate.last_modified
         return Request(
             url,
+            headers=headers,
             priority=self.DOWNLOAD_PRIORITY,
             callback=NO_CALLBACK,
             dont_filter=True,
@@ -231,6 +279,38 @@ class RobotsFetcher:
                 self.config.max_bytes,
             )
         return robots
+
+
+def entry_for(
+    config: RobotsSettings,
+    outcome: FetchOutcome,
+    status: int | None,
+    robots: RobotsTxt | None,
+    reason: str | None,
+    fresh_for: float,
+    previous: RobotsEntry | None = None,
+) -> RobotsEntry:
+    """The cache entry for a result fetched earlier (by another process, or before a
+    restart), fresh for *fresh_for* more seconds (never longer than the policy's)."""
+    now = monotonic()
+    policy = config.policy
+    if outcome is FetchOutcome.SUCCESS and robots is not None:
+        entry = policy.success(robots, now, status)
+    elif outcome is FetchOutcome.UNAVAILABLE:
+        entry = policy.unavailable(now, status, reason)
+    else:  # unreachable: this process's own last good copy, if it has one
+        entry = policy.unreachable(now, previous, status)
+    return replace(entry, expires_at=min(entry.expires_at, now + max(fresh_for, 0.0)))
+
+
+def parse_body(config: RobotsSettings, body: bytes) -> RobotsTxt:
+    return RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
+
+
+def _header(response: Response, name: bytes, stored: str | None = None) -> str | None:
+    """The header *name* of *response* as text, else *stored*."""
+    value = response.headers.get(name)
+    return (value.decode("latin-1").strip() if value else None) or stored
 
 
 def _clean_location(location: bytes | None, response: Response) -> str | None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
+from scrapy.utils.project import data_path
 
 from .budget.policy import PolicyError
 from .budget.resp import address_from_url
@@ -146,6 +147,9 @@ class RobotsSettings:
     #: With backing off on, a robots.txt answered "slow down" is fetched again after
     #: its ``Retry-After`` (see :class:`BackoffSettings`).
     backoff: BackoffSettings | None = None
+    #: Where robots.txt results are kept across restarts (an SQLite file); ``None``
+    #: when they are not (``RFC9309_PERSISTENT_CACHE = False``).
+    persistent_path: str | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
@@ -166,6 +170,11 @@ class RobotsSettings:
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
             excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
             backoff=BackoffSettings.from_settings(settings),
+            persistent_path=(
+                str(settings.get("RFC9309_PERSISTENT_CACHE_PATH") or data_path(PERSISTENT_FILE))
+                if flag(settings, "RFC9309_PERSISTENT_CACHE")
+                else None
+            ),
         )
 
 
@@ -207,6 +216,9 @@ class BackoffSettings:
         )
 
 
+#: The file robots.txt results are kept in, in the project's ``.scrapy`` directory.
+PERSISTENT_FILE = "rfc9309-robots.sqlite"
+
 # Defaults of every setting of the package, by component (the components fill them
 # in with with_defaults(); the add-on leaves them alone).
 
@@ -221,6 +233,8 @@ ROBOTS_DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_MAX_BYTES": 256 * 2**20,
     "RFC9309_LENIENT": True,
     "RFC9309_EXCLUDE_PATHS": [],
+    "RFC9309_PERSISTENT_CACHE": True,
+    "RFC9309_PERSISTENT_CACHE_PATH": None,  # None: .scrapy/rfc9309-robots.sqlite
 }
 
 

@@ -11,7 +11,6 @@ process would (see :mod:`._fleet_health`).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from time import monotonic
 from typing import TYPE_CHECKING
 
@@ -19,9 +18,9 @@ from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
 from ._fleet_health import fleet_health
-from ._robots import Fetched, RobotsFetcher
+from ._robots import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
 from .fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
-from .robots import FetchOutcome, RobotsEntry, RobotsTxt
+from .robots import FetchOutcome, RobotsEntry
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -41,15 +40,22 @@ class SharedRobotsFetcher:
         self.shared = SharedRobots(url)
         self.health = fleet_health(crawler)
 
-    async def fetch(self, authority: str, previous: RobotsEntry | None = None) -> Fetched:
+    async def fetch(
+        self,
+        authority: str,
+        previous: RobotsEntry | None = None,
+        revalidate: Revalidation | None = None,
+    ) -> Fetched:
         if self.health.usable():
             try:
-                return await self._fetch_shared(authority, previous)
+                return await self._fetch_shared(authority, previous, revalidate)
             except SharedRobotsError as exc:
                 self.health.failed(exc, "fleet/robots_error")
-        return await self.fetcher.fetch(authority, previous)
+        return await self.fetcher.fetch(authority, previous, revalidate)
 
-    async def _fetch_shared(self, authority: str, previous: RobotsEntry | None) -> Fetched:
+    async def _fetch_shared(
+        self, authority: str, previous: RobotsEntry | None, revalidate: Revalidation | None
+    ) -> Fetched:
         lock_life = self.config.timeout + LOCK_MARGIN
         deadline = monotonic() + lock_life
         while True:
@@ -60,7 +66,7 @@ class SharedRobotsFetcher:
                 return self._from_shared(authority, shared, previous)
             token = await self.shared.lock(authority, lock_life)
             if token is not None:
-                fetched = await self.fetcher.fetch(authority, previous)
+                fetched = await self.fetcher.fetch(authority, previous, revalidate)
                 try:
                     await self.shared.publish(authority, _to_shared(fetched), token)
                 except SharedRobotsError as exc:  # fetched all the same: no second fetch
@@ -69,25 +75,18 @@ class SharedRobotsFetcher:
                     self.stats.inc_value("fleet/robots_fetched")
                 return fetched
             if monotonic() > deadline:  # the holder is gone or stuck: fetch here
-                return await self.fetcher.fetch(authority, previous)
+                return await self.fetcher.fetch(authority, previous, revalidate)
             await asyncio.sleep(POLL_INTERVAL)
 
     def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
     ) -> Fetched:
-        now = monotonic()
-        policy = self.config.policy
         outcome = FetchOutcome(shared.outcome)
-        if outcome is FetchOutcome.SUCCESS and shared.body is not None:
-            robots = RobotsTxt.parse(
-                shared.body, lenient=self.config.lenient, max_bytes=self.config.max_bytes
-            )
-            entry = policy.success(robots, now, shared.status)
-        elif outcome is FetchOutcome.UNAVAILABLE:
-            entry = policy.unavailable(now, shared.status, shared.reason)
-        else:  # unreachable: this process's own last good copy, if it has one
-            entry = policy.unreachable(now, previous, shared.status)
-        entry = _expiring(entry, now + shared.ttl)
+        body = shared.body
+        robots = parse_body(self.config, body) if body is not None else None
+        entry = entry_for(
+            self.config, outcome, shared.status, robots, shared.reason, shared.ttl, previous
+        )
         url = f"{authority}/robots.txt"
         request = Request(url, callback=NO_CALLBACK, dont_filter=True)
         return Fetched(entry, url, request, body=shared.body)
@@ -101,8 +100,3 @@ def _to_shared(fetched: Fetched) -> SharedFetch:
     body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
     ttl = entry.expires_at - entry.fetched_at
     return SharedFetch(entry.outcome.value, entry.status, body, ttl, entry.reason)
-
-
-def _expiring(entry: RobotsEntry, expires_at: float) -> RobotsEntry:
-    """*entry*, expiring when the fleet's copy does (never later than its own policy)."""
-    return replace(entry, expires_at=min(entry.expires_at, expires_at))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import tempfile
 from typing import Any
 
 import scrapy
@@ -23,6 +25,17 @@ BASE_SETTINGS: dict[str, Any] = {
     "DOWNLOAD_DELAY": 0,
     "RETRY_ENABLED": False,
 }
+
+
+#: Each crawl keeps robots.txt across restarts in a file of its own (unless a test
+#: names one): the sites of different tests may share a port, never their robots.txt.
+_KEPT = tempfile.TemporaryDirectory(prefix="rfc9309-tests-")
+_KEPT_FILES = itertools.count()
+
+
+def fresh_robots_cache() -> str:
+    """A path for a robots.txt cache file no crawl has used."""
+    return f"{_KEPT.name}/robots-{next(_KEPT_FILES)}.sqlite"
 
 
 class SlotOccupancy:
@@ -103,6 +116,7 @@ async def crawl(
     (its ``stats`` and ``spider.seen`` hold the results).  Extra spider attributes
     go in *meta* for ListSpider, or as ``spider_kwargs`` in settings."""
     spider_kwargs = settings.pop("spider_kwargs", {})
+    settings.setdefault("RFC9309_PERSISTENT_CACHE_PATH", fresh_robots_cache())
     runner = CrawlerRunner({**BASE_SETTINGS, **settings})
     crawler = runner.create_crawler(spider)
     await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[], **spider_kwargs)

@@ -12,6 +12,7 @@ stats as JSON."""
 
 import json
 import sys
+import tempfile
 
 import scrapy
 from scrapy.crawler import CrawlerProcess
@@ -47,9 +48,13 @@ def main() -> None:
     if not mode.startswith("--"):
         mode, args = "", [mode, *args]
     settings, *urls = args
-    process = CrawlerProcess(
-        {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, **json.loads(settings)}
-    )
+    defaults = {
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": False,
+        # A cache of this crawl's own unless the caller names one (tests share ports).
+        "RFC9309_PERSISTENT_CACHE_PATH": tempfile.mktemp(suffix=".sqlite"),
+    }
+    process = CrawlerProcess({**defaults, **json.loads(settings)})
     if mode == "--redis-spider":
         crawler = process.create_crawler(redis_pages())
         process.crawl(crawler)

@@ -16,6 +16,7 @@ whole.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from .._persistent_robots import PersistentRobotsFetcher
 from .._robots import (
     META_DELAY,
     META_ROBOTS,
@@ -49,6 +51,7 @@ from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
 from ..robots._decoding import content_codings, decode_bounded
+from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -67,11 +70,18 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
-        self.fetcher: RobotsFetcher | SharedRobotsFetcher = RobotsFetcher(crawler, self.config)
+        self.fetcher: RobotsFetcher | SharedRobotsFetcher | PersistentRobotsFetcher
+        self.fetcher = RobotsFetcher(crawler, self.config)
         fleet = fleet_url(crawler.settings)
         if fleet:
             self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet)
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
+        kept = "not kept across restarts"
+        self.persistent: PersistentRobotsFetcher | None = None
+        if self.config.persistent_path is not None:
+            self.persistent = self.fetcher = self._persistent(crawler, self.fetcher, fleet)
+            crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
+            kept = f"kept across restarts in {self.fetcher.where}"
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._cache_bytes = 0  # the entries' memory estimates, summed
@@ -82,14 +92,31 @@ class RobotsTxtMiddleware:
         for mistake in token_mistakes(crawler.settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
         logger.info(
-            "robots.txt obeyed (RFC 9309) for product token %r; copies shared %s",
+            "robots.txt obeyed (RFC 9309) for product token %r; copies shared %s, %s",
             configured_token(crawler.settings),
             f"through the fleet Redis {redacted_url(fleet)}" if fleet else "in this process only",
+            kept,
         )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    def _persistent(
+        self, crawler: Crawler, fetcher: RobotsFetcher | SharedRobotsFetcher, fleet: str | None
+    ) -> PersistentRobotsFetcher:
+        max_bytes = self.config.max_bytes
+        store: RedisRobotsStore | SQLiteRobotsStore
+        if fleet:
+            store, where = (
+                RedisRobotsStore(fleet, max_bytes),
+                f"the fleet Redis {redacted_url(fleet)}",
+            )
+        else:
+            assert self.config.persistent_path is not None
+            store = SQLiteRobotsStore(self.config.persistent_path, max_bytes, time.time)
+            where = str(store.path)
+        return PersistentRobotsFetcher(crawler, fetcher, store, where)
 
     # -- requests --------------------------------------------------------
 
@@ -203,6 +230,15 @@ class RobotsTxtMiddleware:
     def _spider_closed(self, spider: Any = None) -> None:
         self.stats.set_value("rfc9309/cache_entries", len(self._cache))
         self.stats.set_value("rfc9309/cache_bytes", self._cache_bytes)
+        if self.persistent is not None:
+            stat = self.stats.get_value
+            logger.info(
+                "robots.txt: %d kept from an earlier crawl, %d refreshed unchanged (304), "
+                "%d requests sent",
+                stat("rfc9309/persistent_hit", 0),
+                stat("rfc9309/not_modified", 0),
+                stat("rfc9309/request_count", 0),
+            )
         lines = self.report.lines()
         if lines:
             logger.info("robots.txt report:\n  %s", "\n  ".join(lines))

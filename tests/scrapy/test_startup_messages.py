@@ -27,6 +27,7 @@ async def test_each_component_says_once_what_it_uses(site, tmp_path, caplog):
             [site.url + "/a"],
             DOMAINBUDGET_SQLITE_PATH=str(db),
             DOMAINBUDGET_POLICY={"default_policy": {"max_pages_per_day": 5}},
+            RFC9309_PERSISTENT_CACHE_PATH=str(tmp_path / "robots.sqlite"),
             **BUDGET,
             **THROTTLE,
         )
@@ -38,7 +39,7 @@ async def test_each_component_says_once_what_it_uses(site, tmp_path, caplog):
     robots = [m for m in info if m.startswith("robots.txt obeyed")]
     assert robots == [
         "robots.txt obeyed (RFC 9309) for product token 'testbot'; copies shared in this "
-        "process only"
+        f"process only, kept across restarts in {tmp_path / 'robots.sqlite'}"
     ]
     throttle = [m for m in info if m.startswith("Crawl-delay throttle:")]
     assert len(throttle) == 1 and "spacing kept in this process" in throttle[0]

@@ -1,0 +1,139 @@
+"""robots.txt kept across restarts, for the robots middleware (``RFC9309_PERSISTENT_CACHE``).
+
+:class:`PersistentRobotsFetcher` has :class:`~._robots.RobotsFetcher`'s ``fetch()``:
+it first reads the stored result of the authority (see :mod:`.robots._stored`): a
+fresh one is used without a request; an expired good copy is refreshed with a
+conditional request (a 304 renews it, body unchanged) and is the last good copy
+while the site is unreachable.  What a fetch gives is stored again, except an
+unreachable result (the last good copy stays).  If the store fails, the crawl goes
+on fetching, and says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+from time import monotonic
+from time import time as wall_clock
+from typing import TYPE_CHECKING, Protocol
+
+from scrapy import Request
+from scrapy.http.request import NO_CALLBACK
+
+from ._robots import Fetched, Revalidation, entry_for, parse_body
+from .robots import FetchOutcome, RobotsEntry
+from .robots._stored import StoredRobots, StoreError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ._settings import RobotsSettings
+
+logger = logging.getLogger(__name__)
+
+
+class Fetcher(Protocol):
+    config: RobotsSettings
+
+    async def fetch(
+        self,
+        authority: str,
+        previous: RobotsEntry | None = None,
+        revalidate: Revalidation | None = None,
+    ) -> Fetched: ...
+
+
+class RobotsStore(Protocol):
+    replaced: str | None
+
+    async def get(self, authority: str) -> StoredRobots | None: ...
+
+    async def put(self, authority: str, record: StoredRobots) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class PersistentRobotsFetcher:
+    def __init__(self, crawler: Crawler, fetcher: Fetcher, store: RobotsStore, where: str) -> None:
+        self.fetcher = fetcher
+        self.config = fetcher.config
+        self.store = store
+        self.where = where
+        self.stats = crawler.stats
+        self._failed = False
+        self._replaced_said = False
+
+    async def fetch(
+        self,
+        authority: str,
+        previous: RobotsEntry | None = None,
+        revalidate: Revalidation | None = None,
+    ) -> Fetched:
+        record = await self._get(authority)
+        now = wall_clock()
+        if record is not None and record.fresh(now):
+            self.stats.inc_value("rfc9309/persistent_hit")
+            return self._from_record(authority, record, now)
+        if record is not None and record.outcome == FetchOutcome.SUCCESS and record.body:
+            robots = parse_body(self.config, record.body)
+            revalidate = Revalidation(robots, record.body, record.etag, record.last_modified)
+            if previous is None:  # the last good copy while the site is unreachable
+                previous = self.config.policy.success(robots, monotonic(), record.status)
+        fetched = await self.fetcher.fetch(authority, previous, revalidate)
+        if fetched.not_modified:
+            self.stats.inc_value("rfc9309/not_modified")
+        await self._put(authority, fetched)
+        return fetched
+
+    def _from_record(self, authority: str, record: StoredRobots, now: float) -> Fetched:
+        outcome = FetchOutcome(record.outcome)
+        robots = parse_body(self.config, record.body) if record.body is not None else None
+        fresh_for = record.fetched_at + record.ttl - now
+        entry = entry_for(self.config, outcome, record.status, robots, record.reason, fresh_for)
+        url = f"{authority}/robots.txt"
+        request = Request(url, callback=NO_CALLBACK, dont_filter=True)
+        return Fetched(entry, url, request, body=record.body)
+
+    async def _get(self, authority: str) -> StoredRobots | None:
+        if self._failed:
+            return None
+        try:
+            record = await self.store.get(authority)
+        except StoreError as exc:
+            self._fail(exc)
+            return None
+        if self.store.replaced is not None and not self._replaced_said:
+            self._replaced_said = True
+            self.stats.inc_value("rfc9309/persistent_replaced")
+            logger.warning(
+                "The robots.txt cache was damaged (%s): robots.txt files are fetched again",
+                self.store.replaced,
+            )
+        return record
+
+    async def _put(self, authority: str, fetched: Fetched) -> None:
+        entry = fetched.entry
+        if self._failed or entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE):
+            return
+        record = StoredRobots(
+            outcome=entry.outcome.value,
+            status=entry.status,
+            body=fetched.body if entry.outcome is FetchOutcome.SUCCESS else None,
+            fetched_at=wall_clock(),
+            ttl=entry.expires_at - entry.fetched_at,
+            etag=fetched.etag,
+            last_modified=fetched.last_modified,
+            reason=entry.reason,
+        )
+        try:
+            await self.store.put(authority, record)
+        except StoreError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: StoreError) -> None:
+        """The store failed: this crawl goes on without it (fetching as usual)."""
+        self._failed = True
+        self.stats.inc_value("rfc9309/persistent_error")
+        logger.warning("%s; robots.txt is fetched as if there were no cache", exc)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,245 @@
+"""robots.txt fetch results kept across restarts (RFC 9309 §2.4 lets a crawler use a
+copy for up to 24 hours, and an older one while the file is unreachable).
+
+A :class:`StoredRobots` is what a fetch gave: the outcome, the status, the body as
+fetched (a 2xx only), when (seconds since the epoch: the store outlives the process),
+for how long it is fresh, and the validators for a conditional refresh (``ETag``,
+``Last-Modified``).  Two stores with the same asynchronous interface:
+
+* :class:`SQLiteRobotsStore`: one file, every statement on one worker thread (never
+  on the event loop); WAL, so a killed process leaves a usable file;
+* :class:`RedisRobotsStore`: the fleet's Redis, one key per authority.
+
+A record that does not read back as it was written (a body that does not match its
+digest, a body over the size limit, a row of another schema version, JSON that is
+not ours) is dropped: the caller fetches again.  A record is kept
+:data:`KEEP_FOR` after its fetch, for the stale-copy fallback.  Pure Python and
+asyncio: no Scrapy, no Twisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..fleet import fleet_client
+
+#: A record is deleted this long after its fetch (seconds): 30 days.
+KEEP_FOR = 30 * 86400.0
+#: The schema version of a store; a store of another version is emptied.
+SCHEMA_VERSION = 1
+
+_T = TypeVar("_T")
+
+
+class StoreError(Exception):
+    """The store cannot be read or written."""
+
+
+@dataclass(frozen=True)
+class StoredRobots:
+    outcome: str  # a FetchOutcome value: "success" or "unavailable"
+    status: int | None
+    body: bytes | None
+    fetched_at: float  # seconds since the epoch
+    ttl: float  # fresh for this long after fetched_at
+    etag: str | None = None
+    last_modified: str | None = None
+    reason: str | None = None
+
+    def fresh(self, now: float) -> bool:
+        return self.fetched_at <= now < self.fetched_at + self.ttl
+
+    def digest(self) -> str:
+        return hashlib.sha1(self.body or b"").hexdigest()
+
+
+def _valid(record: StoredRobots, max_bytes: int) -> bool:
+    return (
+        record.outcome in ("success", "unavailable")
+        and (record.body is None or len(record.body) <= max_bytes)
+        and record.ttl >= 0
+    )
+
+
+class SQLiteRobotsStore:
+    """Stored robots.txt results in the SQLite file at *path* (created if missing).
+
+    A file that is not an SQLite database, or is damaged, is moved aside (to
+    ``<path>.corrupt``) and a new one made: :attr:`replaced` then says why.
+    """
+
+    _SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS robots ("
+        " authority TEXT PRIMARY KEY, outcome TEXT NOT NULL, status INTEGER,"
+        " body BLOB, digest TEXT NOT NULL, fetched_at REAL NOT NULL, ttl REAL NOT NULL,"
+        " etag TEXT, last_modified TEXT, reason TEXT)"
+    )
+    _COLUMNS = "outcome, status, body, digest, fetched_at, ttl, etag, last_modified, reason"
+
+    def __init__(self, path: str | Path, max_bytes: int, now: Callable[[], float]) -> None:
+        self.path = Path(path).absolute()
+        self.max_bytes = max_bytes
+        self.replaced: str | None = None
+        self._now = now
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rfc9309-robots")
+        self._connection: sqlite3.Connection | None = None
+
+    async def _run(self, call: Callable[[], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._guarded, call)
+
+    def _guarded(self, call: Callable[[], _T]) -> _T:
+        try:
+            self._open()
+            return call()
+        except sqlite3.DatabaseError as exc:
+            if self._connection is not None and _is_corrupt(exc):
+                self._replace(exc)
+                self._open()
+                return call()
+            raise StoreError(f"robots.txt cache {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"robots.txt cache {self.path}: {exc}") from exc
+
+    def _open(self) -> None:
+        if self._connection is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+        self._connection = connection
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")  # a killed process loses nothing
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            connection.execute("DROP TABLE IF EXISTS robots")
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute(self._SCHEMA)
+        connection.execute("DELETE FROM robots WHERE fetched_at < ?", (self._now() - KEEP_FOR,))
+
+    def _replace(self, exc: Exception) -> None:
+        """Move a damaged file aside; the next call makes a new one."""
+        self._close_connection()
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                Path(f"{self.path}{suffix}").unlink()
+        self.path.replace(f"{self.path}.corrupt")
+        self.replaced = f"{exc}; moved to {self.path}.corrupt"
+
+    async def get(self, authority: str) -> StoredRobots | None:
+        return await self._run(lambda: self._get(authority))
+
+    def _get(self, authority: str) -> StoredRobots | None:
+        assert self._connection is not None
+        row = self._connection.execute(
+            f"SELECT {self._COLUMNS} FROM robots WHERE authority = ?", (authority,)
+        ).fetchone()
+        if row is None:
+            return None
+        outcome, status, body, digest, fetched_at, ttl, etag, modified, reason = row
+        try:
+            record = StoredRobots(
+                str(outcome), status, body, float(fetched_at), float(ttl), etag, modified, reason
+            )
+        except (TypeError, ValueError):
+            record = None
+        if record is None or not _valid(record, self.max_bytes) or record.digest() != digest:
+            self._connection.execute("DELETE FROM robots WHERE authority = ?", (authority,))
+            return None
+        return record
+
+    async def put(self, authority: str, record: StoredRobots) -> None:
+        await self._run(lambda: self._put(authority, record))
+
+    def _put(self, authority: str, record: StoredRobots) -> None:
+        assert self._connection is not None
+        self._connection.execute(
+            f"INSERT OR REPLACE INTO robots (authority, {self._COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                authority,
+                record.outcome,
+                record.status,
+                record.body,
+                record.digest(),
+                record.fetched_at,
+                record.ttl,
+                record.etag,
+                record.last_modified,
+                record.reason,
+            ),
+        )
+
+    def _close_connection(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+            self._connection = None
+
+    def close(self) -> None:
+        """Close the file once the pending statements are done (without waiting)."""
+        self._executor.submit(self._close_connection)
+        self._executor.shutdown(wait=False)
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    message = str(exc).lower()
+    return "not a database" in message or "malformed" in message or "corrupt" in message
+
+
+class RedisRobotsStore:
+    """Stored robots.txt results in the fleet's Redis at *url*: one JSON string per
+    authority, ``{prefix}:{authority}``, expiring :data:`KEEP_FOR` after its fetch."""
+
+    def __init__(
+        self, url: str, max_bytes: int, prefix: str = "rfc9309:robots-kept", timeout: float = 2.0
+    ) -> None:
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.replaced: str | None = None
+        self._redis = fleet_client(url, timeout)
+
+    async def get(self, authority: str) -> StoredRobots | None:
+        data = await self._call("GET", f"{self.prefix}:{authority}")
+        if data is None:
+            return None
+        try:
+            fields = json.loads(data)
+            if fields.pop("version") != SCHEMA_VERSION:
+                raise ValueError("another schema version")
+            digest = fields.pop("digest")
+            body = fields["body"]
+            fields["body"] = base64.b64decode(body, validate=True) if body is not None else None
+            record = StoredRobots(**fields)
+            if not _valid(record, self.max_bytes) or record.digest() != digest:
+                raise ValueError("damaged")
+        except (ValueError, TypeError, KeyError, AttributeError):
+            await self._call("DEL", f"{self.prefix}:{authority}")
+            return None
+        return record
+
+    async def put(self, authority: str, record: StoredRobots) -> None:
+        fields: dict[str, Any] = asdict(record)
+        if record.body is not None:
+            fields["body"] = base64.b64encode(record.body).decode()
+        fields.update(version=SCHEMA_VERSION, digest=record.digest())
+        keep_ms = max(int(KEEP_FOR * 1000), 1)
+        await self._call("SET", f"{self.prefix}:{authority}", json.dumps(fields), "PX", keep_ms)
+
+    async def _call(self, *args: str | int) -> Any:
+        try:
+            return await self._redis.call(*args)
+        except Exception as exc:
+            raise StoreError(f"robots.txt cache in the fleet Redis: {exc}") from exc
+
+    def close(self) -> None:
+        self._redis.close()
