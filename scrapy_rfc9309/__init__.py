@@ -16,6 +16,7 @@ __all__ = [
     "RobotsTxt",
     "RobotsTxtDecompressionMiddleware",
     "RobotsTxtMiddleware",
+    "SitemapsFromRobotsMixin",
     "Verdict",
     "__version__",
     "product_token",
@@ -30,6 +31,7 @@ _LAZY = {
     "RobotParser": "scrapy_rfc9309.robotparser",
     "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
     "RobotsTxtDecompressionMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
+    "SitemapsFromRobotsMixin": "scrapy_rfc9309.spiders",
 }
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     )
     from .extensions.crawldelay import CrawlDelayThrottle
     from .robotparser import RobotParser
+    from .spiders import SitemapsFromRobotsMixin
 
 
 def __getattr__(name: str) -> Any:

@@ -11,14 +11,20 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
-#: Answers a path on a host: (status, headers, body).
-Responder = Callable[[str, str], tuple[int, dict[str, str], bytes]]
+#: Answers a request for a path on a host, with its headers (names in lower case):
+#: (status, headers, body).
+Responder = Callable[[str, str, dict[str, str]], tuple[int, dict[str, str], bytes]]
 
 
 def addresses(count: int, first: int = 2) -> list[str]:
     """*count* loopback addresses, 127.0.1.2 onwards (127.0.0.1 stays for other tests)."""
     numbers = itertools.islice(itertools.count(256 + first), count)
     return [f"127.0.{n // 256}.{n % 256}" for n in numbers]
+
+
+def _header(line: str) -> tuple[str, str]:
+    name, _, value = line.partition(":")
+    return name.strip().lower(), value.strip()
 
 
 class BroadSite:
@@ -53,10 +59,12 @@ class BroadSite:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 arrived = time.monotonic()
-                path = head.split(b" ", 2)[1].decode()
+                first, *lines = head.decode("latin-1").split("\r\n")
+                path = first.split(" ", 2)[1]
+                received = dict(_header(line) for line in lines if ":" in line)
                 with self._lock:
                     self.arrivals[host].append((arrived, path))
-                status, headers, body = self.respond(host, path)
+                status, headers, body = self.respond(host, path, received)
                 lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
                 lines += [f"{name}: {value}" for name, value in headers.items()]
                 writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)

@@ -1,6 +1,7 @@
 """``scrapy robots URL``: may the crawler fetch URL, and which rule of which line decides.
 
-Fetches ``{scheme}://{authority}/robots.txt`` (or reads ``--file``) the way a crawl
+Fetches ``{scheme}://{authority}/robots.txt`` (or reads ``--file``, or with
+``--cached`` the copy crawls keep across restarts) the way a crawl
 does: through Scrapy's downloader with the project's settings and the robots
 middleware's fetch (redirects to http/https only, up to ``RFC9309_MAX_REDIRECTS``;
 ``RFC9309_TIMEOUT`` for the whole fetch; at most ``RFC9309_MAX_BYTES`` of decoded
@@ -13,7 +14,10 @@ be fetched at all: a crawl would then apply ``RFC9309_UNREACHABLE``).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,10 +26,17 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._robots import Fetched, RobotsFetcher
-from .._settings import ROBOTS_DEFAULTS, RobotsSettings, SettingError, with_defaults
-from ..robots import RobotsTxt, product_token
+from .._robots import Fetched, RobotsFetcher, entry_for, parse_body
+from .._settings import (
+    ROBOTS_DEFAULTS,
+    RobotsSettings,
+    SettingError,
+    redacted_url,
+    with_defaults,
+)
+from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
 from ..robots._lexer import decode, split_lines
+from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore, StoreError
 
 ALLOWED, DISALLOWED, ERROR = 0, 1, 2
 
@@ -59,7 +70,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "URL [--user-agent TOKEN] [--file PATH] [--show-rules]"
+        return "URL [--user-agent TOKEN] [--file PATH | --cached] [--show-rules]"
 
     def short_desc(self) -> str:
         return "Explain whether robots.txt allows a URL, by which rule on which line"
@@ -73,6 +84,11 @@ class Command(ScrapyCommand):
         )
         parser.add_argument(
             "--file", metavar="PATH", help="read this robots.txt instead of fetching it"
+        )
+        parser.add_argument(
+            "--cached",
+            action="store_true",
+            help="read the copy crawls keep across restarts instead of fetching",
         )
         parser.add_argument(
             "--show-rules", action="store_true", help="list the rules that apply to the crawler"
@@ -105,6 +121,11 @@ class Command(ScrapyCommand):
                 return _error(f"cannot read {opts.file}: {exc.strerror or exc}")
             robots = RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
             entry, source = config.policy.success(robots, 0.0, None), opts.file
+        elif opts.cached:
+            try:
+                entry, source, body = self._cached(f"{parts.scheme}://{parts.netloc}", config)
+            except (StoreError, LookupError) as exc:
+                return _error(str(exc))
         else:
             fetched = self._fetch(f"{parts.scheme}://{parts.netloc}", config)
             if isinstance(fetched, BaseException):
@@ -133,6 +154,33 @@ class Command(ScrapyCommand):
         where = f" (line {verdict.line})" if verdict.line else ""
         print(f"verdict:      DISALLOWED by '{verdict.rule}'{where}")
         return DISALLOWED
+
+    def _cached(self, authority: str, config: RobotsSettings) -> tuple[RobotsEntry, str, bytes]:
+        """The entry kept across restarts for *authority*, where it was read, its body."""
+        assert self.settings is not None
+        fleet = self.settings.get("FLEET_REDIS_URL") or None
+        store: RedisRobotsStore | SQLiteRobotsStore
+        if fleet:
+            store, where = RedisRobotsStore(fleet, config.max_bytes), redacted_url(fleet)
+        elif config.persistent_path is not None:
+            store = SQLiteRobotsStore(config.persistent_path, config.max_bytes, time.time)
+            where = str(store.path)
+        else:
+            raise LookupError("RFC9309_PERSISTENT_CACHE is off: nothing is kept")
+        try:  # on a thread of its own: the caller may run an event loop already
+            with ThreadPoolExecutor(1) as thread:
+                record = thread.submit(asyncio.run, store.get(authority)).result()
+        finally:
+            store.close()
+        if record is None:
+            raise LookupError(f"no copy of {authority}/robots.txt is kept in {where}")
+        body = record.body or b""
+        robots = parse_body(config, body) if record.outcome == "success" else None
+        outcome = FetchOutcome(record.outcome)
+        entry = entry_for(config, outcome, record.status, robots, record.reason, record.ttl)
+        age = time.time() - record.fetched_at
+        state = "fresh" if record.fresh(time.time()) else "expired: a crawl refreshes it"
+        return entry, f"{where}, fetched {age:.0f} s ago ({state}; {entry.describe()})", body
 
     def _fetch(self, authority: str, config: RobotsSettings) -> Fetched | BaseException:
         assert self.crawler_process is not None

@@ -13,7 +13,7 @@ PAGES = 3
 CRAWL_DELAY = 0.5
 
 
-def respond(host, path):
+def respond(host, path, headers):
     if path == "/robots.txt":
         return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\nDisallow: /private\n".encode()
     return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"

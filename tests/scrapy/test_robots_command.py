@@ -165,3 +165,30 @@ def test_rule_text_that_is_not_utf8_prints_escaped_on_a_strict_utf8_terminal(tmp
     )
     assert result.returncode == 0, result.stderr
     assert "Disallow: /caf\\udce9" in result.stdout
+
+
+def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, capsys):
+    import json
+
+    cache = str(tmp_path / "robots.sqlite")
+    site.route("/robots.txt", body=ROBOTS)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "RFC9309_PERSISTENT_CACHE_PATH": cache,
+    }
+    subprocess.run(
+        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/page"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    args = ("--cached", "-s", f"RFC9309_PERSISTENT_CACHE_PATH={cache}")
+    status, out = robots_without_fetching(f"{site.url}/private/x", *args, capsys=capsys)
+    assert status == 1, out
+    assert f"robots.txt:   {cache}, fetched" in out and "(fresh;" in out
+    assert "DISALLOWED by 'Disallow: /private' (line 2)" in out
+    assert site.count("/robots.txt") == 1  # read, not fetched
+    other = f"http://127.0.0.1:{closed_port()}/x"
+    status, out = robots_without_fetching(other, *args, capsys=capsys)
+    assert status == 2 and "no copy of" in out

@@ -1,0 +1,204 @@
+"""robots.txt kept across restarts: real crawls against many sites, stopped and
+started again, and what the sites' servers saw each time."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest_twisted
+from scrapy.spiders import SitemapSpider
+
+from scrapy_rfc9309 import SitemapsFromRobotsMixin
+from tests.broad_site import BroadSite, addresses
+from tests.crawl import crawl
+
+ROOT = Path(__file__).resolve().parents[2]
+ETAG = '"v1"'
+ROBOTS = b"User-agent: *\nDisallow: /private\n"
+
+
+class Sites:
+    """50 sites (one loopback address each) whose robots.txt carries an ETag and
+    answers a matching ``If-None-Match`` with 304; counts what each answer was."""
+
+    def __init__(self, count: int = 50) -> None:
+        self.answers: Counter[str] = Counter()
+        self.site = BroadSite(addresses(count, first=200), self.respond)
+
+    def respond(self, host, path, headers):
+        if path == "/robots.txt":
+            if headers.get("if-none-match") == ETAG:
+                self.answers["304"] += 1
+                return 304, {"ETag": ETAG}, b""
+            self.answers["robots"] += 1
+            return 200, {"ETag": ETAG}, ROBOTS
+        self.answers[path.split("/")[1]] += 1
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    def urls(self) -> list[str]:
+        site = self.site
+        return [site.url(host, path) for host in site.hosts for path in ("/page", "/private/x")]
+
+    def take(self) -> Counter[str]:
+        answers, self.answers = self.answers, Counter()
+        return answers
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_restarted_crawl_fetches_no_robots_txt_then_refreshes_with_conditional_requests(
+    tmp_path, monkeypatch
+):
+    cache = str(tmp_path / "robots.sqlite")
+    sites = Sites()
+    try:
+        first = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
+        assert sites.take() == {"robots": 50, "page": 50}
+        second = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
+        assert sites.take() == {"page": 50}  # no robots.txt request, still obeyed
+        # An hour later, past the cache's TTL (RFC9309_CACHE_TTL, 3600 s).
+        later = time.time() + 3700
+        monkeypatch.setattr("scrapy_rfc9309._persistent_robots.wall_clock", lambda: later)
+        third = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
+        assert sites.take() == {"304": 50, "page": 50}
+        fourth = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
+        assert sites.take() == {"page": 50}  # the 304 renewed the copies
+    finally:
+        sites.site.close()
+    assert first.stats.get_value("rfc9309/persistent_hit") is None
+    assert second.stats.get_value("rfc9309/persistent_hit") == 50
+    assert third.stats.get_value("rfc9309/not_modified") == 50
+    for crawler in (first, second, third, fourth):
+        assert crawler.stats.get_value("rfc9309/forbidden") == 50
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_site_unreachable_at_restart_gets_its_last_good_copy(site, tmp_path, monkeypatch):
+    cache = str(tmp_path / "robots.sqlite")
+    site.route("/robots.txt", body=ROBOTS)
+    await crawl([f"{site.url}/page"], RFC9309_PERSISTENT_CACHE_PATH=cache)
+    site.route("/robots.txt", status=503)
+    later = time.time() + 3700  # past the TTL: fetched again, and it fails
+    monkeypatch.setattr("scrapy_rfc9309._persistent_robots.wall_clock", lambda: later)
+    crawler = await crawl(
+        [f"{site.url}/page", f"{site.url}/private/x"], RFC9309_PERSISTENT_CACHE_PATH=cache
+    )
+    assert site.paths() == ["/robots.txt", "/page", "/robots.txt", "/page"]
+    assert crawler.stats.get_value("rfc9309/stale") == 1  # not "everything disallowed"
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_damaged_cache_file_is_said_once_moved_aside_and_robots_txt_fetched(
+    site, tmp_path, caplog
+):
+    cache = tmp_path / "robots.sqlite"
+    cache.write_bytes(b"this is not an SQLite database, " * 100)
+    site.route("/robots.txt", body=ROBOTS)
+    with caplog.at_level(logging.WARNING):
+        crawler = await crawl(
+            [f"{site.url}/page", f"{site.url}/private/x"], RFC9309_PERSISTENT_CACHE_PATH=str(cache)
+        )
+    assert site.paths() == ["/robots.txt", "/page"]
+    damaged = [r for r in caplog.records if "robots.txt cache was damaged" in r.getMessage()]
+    assert len(damaged) == 1
+    assert Path(f"{cache}.corrupt").exists()
+    assert crawler.stats.get_value("rfc9309/persistent_replaced") == 1
+    await crawl([f"{site.url}/page"], RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    assert site.count("/robots.txt") == 1  # the new file works
+
+
+@pytest_twisted.ensureDeferred
+async def test_damaged_or_foreign_rows_are_dropped_and_fetched_again(site, tmp_path):
+    cache = tmp_path / "robots.sqlite"
+    site.route("/robots.txt", body=ROBOTS)
+    urls = [f"{site.url}/page"]
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    with sqlite3.connect(cache) as db:
+        db.execute("UPDATE robots SET body = substr(body, 1, 10)")  # truncated
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    with sqlite3.connect(cache) as db:
+        db.execute("UPDATE robots SET outcome = 'from the future'")
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    with sqlite3.connect(cache) as db:
+        db.execute("PRAGMA user_version = 99")  # another version's schema
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    assert site.count("/robots.txt") == 4
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+    assert site.count("/robots.txt") == 4  # the last copy was sound
+
+
+def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_path):
+    import json
+
+    cache = str(tmp_path / "robots.sqlite")
+    site.route("/robots.txt", body=ROBOTS)
+    site.route("/slow", body=b"<html></html>", delay=30)
+    settings = {
+        "ROBOTSTXT_OBEY": True,
+        "RFC9309_PERSISTENT_CACHE_PATH": cache,
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/slow"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "/slow" not in site.paths():  # robots.txt read, the page on the wire
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    site.route("/slow", body=b"<html></html>")
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/slow"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    assert stats["rfc9309/persistent_hit"] == 1
+    assert site.paths() == ["/robots.txt", "/slow", "/slow"]
+
+
+class Sitemaps(SitemapsFromRobotsMixin, SitemapSpider):
+    name = "sitemaps"
+    seen: list[str]
+
+    def parse(self, response):
+        self.seen.append(response.url)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_sitemap_spider_reads_the_sitemaps_of_robots_txt_without_a_second_fetch(site):
+    site.route(
+        "/robots.txt",
+        body=(
+            f"User-agent: *\nDisallow: /private\nSitemap: {site.url}/a.xml\nSitemap: /b.xml\n"
+        ).encode(),
+    )
+    for name, page in (("a", "/one"), ("b", "/private/two")):
+        site.route(
+            f"/{name}.xml",
+            body=(
+                '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{site.url}{page}</loc></url></urlset>"
+            ).encode(),
+            headers={"Content-Type": "application/xml"},
+        )
+    crawler = await crawl(
+        [], spider=Sitemaps, spider_kwargs={"sitemap_urls": [f"{site.url}/robots.txt"]}
+    )
+    assert site.count("/robots.txt") == 1
+    assert sorted(site.paths()) == ["/a.xml", "/b.xml", "/one", "/robots.txt"]
+    assert crawler.spider.seen == [f"{site.url}/one"]
