@@ -22,6 +22,11 @@ and wall time of each crawl process:
 * ``rfc9309``: the add-on, the same robots.txt;
 * ``floored``: the add-on, every robots.txt ``Crawl-delay: 1``;
 * ``scrapy-delay``: Scrapy's own ``DOWNLOAD_DELAY = 1`` (jitter off), built-in middleware.
+
+``--restart`` measures the robots.txt cache kept across restarts on the same broad
+crawl (``--hosts 1500``): ``no-cache`` (``RFC9309_PERSISTENT_CACHE = False``),
+``cache-first`` (a new cache file: the cost of writing it), ``cache-restart`` (the
+same crawl again, reading that file: the robots.txt requests saved).
 """
 
 from __future__ import annotations
@@ -52,11 +57,16 @@ def mode_settings(mode: str, workdir: str, redis_url: str) -> dict[str, object]:
         },
         "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.DomainBudgetMiddleware": 950},
     }
-    addon = {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}}
+    addon = {
+        "ROBOTSTXT_OBEY": True,
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        # Each run a first crawl: a cache file of its own (written, never read).
+        "RFC9309_PERSISTENT_CACHE_PATH": f"{workdir}/robots-{time.time_ns()}.sqlite",
+    }
     return {
         "none": {"ROBOTSTXT_OBEY": False},
         "builtin": {"ROBOTSTXT_OBEY": True},
-        "rfc9309": {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}},
+        "rfc9309": addon,
         # The fleet's Redis named: no floor, so no spacing calls; robots.txt shared.
         "fleet": {**addon, "FLEET_REDIS_URL": redis_url},
         # A tiny floor (1 ms): every request is spaced, alone or through the fleet.
@@ -120,11 +130,13 @@ def crawl(urls: list[str], settings: dict[str, object]) -> None:
             Pages.parsed += 1
 
     process = CrawlerProcess({"LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False, **settings})
-    process.crawl(Pages)
+    crawler = process.create_crawler(Pages)
+    process.crawl(crawler)
     start = time.perf_counter()
     process.start()
     elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "pages": Pages.parsed}))
+    robots = crawler.stats.get_value("rfc9309/request_count", 0)
+    print(json.dumps({"seconds": elapsed, "pages": Pages.parsed, "robots": robots}))
 
 
 def pin(pid: int, role: str) -> None:
@@ -243,25 +255,45 @@ def serve_broad(port_file: str, hosts: int) -> None:
     asyncio.run(main())
 
 
-def broad_mode_settings(mode: str) -> dict[str, object]:
+def broad_mode_settings(mode: str, cache: str) -> dict[str, object]:
+    """What each mode of ``--broad`` and ``--restart`` adds; *cache* is the robots.txt
+    cache file of the run (a new one for a first crawl)."""
     builtin = {"ROBOTSTXT_OBEY": True}
-    addon = {"ROBOTSTXT_OBEY": True, "ADDONS": {"scrapy_rfc9309.Addon": 500}}
+    addon = {
+        "ROBOTSTXT_OBEY": True,
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "RFC9309_PERSISTENT_CACHE_PATH": cache,
+    }
+    no_cache = {**addon, "RFC9309_PERSISTENT_CACHE": False}
     return {
         "builtin": builtin,
         "rfc9309": addon,
         "floored": addon,
         "scrapy-delay": {**builtin, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0},
+        "no-cache": no_cache,
+        "cache-first": addon,
+        "cache-restart": addon,
     }[mode]
 
 
-def compare_broad(host_counts: list[int], rounds: int) -> None:
+RESTART_MODES = ("no-cache", "cache-first", "cache-restart")
+
+
+def compare_broad(host_counts: list[int], rounds: int, modes: tuple[str, ...]) -> None:
+    """Each of *modes* in turn, *rounds* times, on each host count; a ``cache-restart``
+    run reads the cache file the ``cache-first`` run before it wrote."""
     import resource
 
+    base = modes[0]
     print(
         f"broad crawl: {BROAD_PAGES} pages per host, 64 concurrent requests, 2 per host, "
-        f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds)"
+        f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds), "
+        f"robots.txt requests sent"
     )
-    print(f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs builtin':>10} {'wall (s)':>9}")
+    print(
+        f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs ' + base:>12} {'wall (s)':>9}"
+        f" {'vs ' + base:>12} {'robots.txt':>10}"
+    )
     for hosts in host_counts:
         port_file = Path("/tmp") / f"bench_broad_port_{time.time_ns()}"
         server = subprocess.Popen(
@@ -274,8 +306,10 @@ def compare_broad(host_counts: list[int], rounds: int) -> None:
             floored_port, plain_port = json.loads(port_file.read_text())
             cpu: dict[str, float] = {}
             wall: dict[str, float] = {}
+            robots: dict[str, int] = {}
             for _ in range(rounds):
-                for mode in BROAD_MODES:
+                cache = f"/tmp/bench_robots_{time.time_ns()}.sqlite"
+                for mode in modes:
                     port = floored_port if mode == "floored" else plain_port
                     urls = [
                         f"http://{address}:{port}/p/{n}"
@@ -290,7 +324,7 @@ def compare_broad(host_counts: list[int], rounds: int) -> None:
                             sys.executable,
                             __file__,
                             "--crawl-broad",
-                            json.dumps(broad_mode_settings(mode)),
+                            json.dumps(broad_mode_settings(mode, cache)),
                             "--base",
                             str(urls_file),
                         ],
@@ -305,10 +339,13 @@ def compare_broad(host_counts: list[int], rounds: int) -> None:
                     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     cpu[mode] = min(cpu.get(mode, float("inf")), used)
                     wall[mode] = min(wall.get(mode, float("inf")), result["seconds"])
-            for mode in BROAD_MODES:
+                    robots[mode] = result["robots"]
+                for suffix in ("", "-wal", "-shm"):
+                    Path(cache + suffix).unlink(missing_ok=True)
+            for mode in modes:
                 print(
-                    f"{hosts:>6} {mode:<13} {cpu[mode]:>8.1f} {cpu[mode] / cpu['builtin']:>9.2f}x"
-                    f" {wall[mode]:>9.1f}"
+                    f"{hosts:>6} {mode:<13} {cpu[mode]:>8.1f} {cpu[mode] / cpu[base]:>11.2f}x"
+                    f" {wall[mode]:>9.1f} {wall[mode] / wall[base]:>11.2f}x {robots[mode]:>10}"
                 )
         finally:
             server.terminate()
@@ -325,6 +362,11 @@ def main() -> None:
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--broad", action="store_true", help="the broad-crawl comparison")
     parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="a broad crawl with the robots.txt cache off, on (first crawl), on (restart)",
+    )
+    parser.add_argument(
         "--hosts", type=int, nargs="+", default=[1500, 3000], help="host counts (--broad)"
     )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
@@ -335,8 +377,9 @@ def main() -> None:
     elif args.crawl_broad:
         broad = {"CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
         crawl(json.loads(Path(args.base).read_text()), {**broad, **json.loads(args.crawl_broad)})
-    elif args.broad:
-        compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds)
+    elif args.broad or args.restart:
+        modes = RESTART_MODES if args.restart else BROAD_MODES
+        compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds, modes)
     elif args.serve:
         serve(args.serve)
     elif args.crawl:

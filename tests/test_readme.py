@@ -57,10 +57,18 @@ async def test_each_settings_snippet_starts_a_crawl(snippet, tmp_path, monkeypat
     spiders = [
         v for v in namespace.values() if isinstance(v, type) and issubclass(v, scrapy.Spider)
     ]
-    if spiders:  # the fleet recipe's spider: a scrapy-redis RedisSpider
+    if spiders:  # the fleet recipe's RedisSpider, or the SitemapSpider recipe
+        from scrapy.spiders import SitemapSpider
         from scrapy_redis.spiders import RedisSpider
 
-        assert all(issubclass(spider, RedisSpider) for spider in spiders), snippet
+        from scrapy_rfc9309 import SitemapsFromRobotsMixin
+
+        for spider in spiders:
+            if issubclass(spider, SitemapsFromRobotsMixin):
+                assert issubclass(spider, SitemapSpider), snippet
+                assert spider.start is SitemapsFromRobotsMixin.start  # first in the MRO
+            else:
+                assert issubclass(spider, RedisSpider), snippet
         return
     assert settings, snippet
     for name in settings:  # the snippets' Redis servers are the test's

@@ -144,3 +144,27 @@ def test_a_shared_fetch_keeps_the_cause_of_a_failed_redirect():
     # A record written without the field (by an older version) still decodes.
     old = b'{"outcome": "unavailable", "status": 404, "body": null}'
     assert SharedFetch.decode(old, 60) == SharedFetch("unavailable", 404, None, 60)
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_back(url):
+    from scrapy_rfc9309.robots._stored import RedisRobotsStore, StoredRobots
+
+    store = RedisRobotsStore(url, max_bytes=1000)
+    record = StoredRobots("success", 200, b"User-agent: *\nDisallow: /x\n", 1e9, 3600.0, '"v1"')
+
+    async def scenario():
+        await store.put("http://a.example", record)
+        await store.put("http://b.example", record)
+        await store.put("http://c.example", StoredRobots("success", 200, b"x" * 1001, 1e9, 1.0))
+        server = redis.asyncio.Redis.from_url(url)
+        await server.set("rfc9309:robots-kept:http://b.example", b'{"version": 1, "body"')
+        read = [await store.get(f"http://{name}.example") for name in "abcd"]
+        left = await server.exists(*(f"rfc9309:robots-kept:http://{n}.example" for n in "bc"))
+        await server.aclose()
+        store.close()
+        return read, left
+
+    read, left = await on_loop(scenario())
+    assert read == [record, None, None, None]  # damaged JSON, over the size limit, none
+    assert left == 0  # the unreadable ones are deleted

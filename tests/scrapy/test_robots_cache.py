@@ -202,3 +202,18 @@ async def test_a_sitemap_spider_reads_the_sitemaps_of_robots_txt_without_a_secon
     assert site.count("/robots.txt") == 1
     assert sorted(site.paths()) == ["/a.xml", "/b.xml", "/one", "/robots.txt"]
     assert crawler.spider.seen == [f"{site.url}/one"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_fleet_keeps_robots_txt_in_its_redis_across_restarts(site, redis_server):
+    import redis
+
+    url = redis_server.url.rsplit("/", 1)[0] + "/7"
+    redis.Redis.from_url(url).flushdb()
+    site.route("/robots.txt", body=ROBOTS)
+    urls = [f"{site.url}/page", f"{site.url}/private/x"]
+    await crawl(urls, FLEET_REDIS_URL=url)
+    redis.Redis.from_url(url).delete(f"rfc9309:robots:{site.url}")  # the fleet's live copy
+    again = await crawl(urls, FLEET_REDIS_URL=url)
+    assert site.paths() == ["/robots.txt", "/page", "/page"]
+    assert again.stats.get_value("rfc9309/persistent_hit") == 1
