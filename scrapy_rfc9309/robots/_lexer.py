@@ -21,6 +21,8 @@ DISALLOW = "disallow"
 SITEMAP = "sitemap"
 CRAWL_DELAY = "crawl-delay"
 REQUEST_RATE = "request-rate"
+CONTENT_USAGE = "content-usage"
+CONTENT_SIGNAL = "content-signal"
 UNKNOWN = "unknown"
 
 #: Directive names as RFC 9309 (and the de-facto Crawl-delay, Request-rate and
@@ -32,6 +34,8 @@ STANDARD_KEYS: dict[str, str] = {
     "sitemap": SITEMAP,
     "crawl-delay": CRAWL_DELAY,
     "request-rate": REQUEST_RATE,
+    "content-usage": CONTENT_USAGE,
+    "content-signal": CONTENT_SIGNAL,
 }
 
 #: LENIENT (not RFC 9309): misspellings that Google's parser accepts

@@ -22,6 +22,14 @@ from ._pattern import (
     canonical,
     is_canonical,
 )
+from ._preferences import (
+    LABEL,
+    NO_PREFERENCES,
+    PreferenceLine,
+    Preferences,
+    applicable,
+    preference_line,
+)
 from ._useragent import product_token
 
 #: The user-agent value of the groups that apply to every crawler.
@@ -73,6 +81,8 @@ class Group:
     rules: list[Rule] = field(default_factory=list)
     crawl_delays: list[float] = field(default_factory=list)
     request_rates: list[tuple[int, float]] = field(default_factory=list)
+    #: Its Content-Usage and Content-Signal lines (see :mod:`._preferences`).
+    preferences: list[PreferenceLine] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +451,13 @@ class _Builder:
         if directive == lexer.SITEMAP:
             if value:
                 self.sitemaps[value] = None
+        elif directive in (lexer.CONTENT_USAGE, lexer.CONTENT_SIGNAL):
+            member = preference_line(directive, value, line) if self.current else None
+            if member is not None and self.current is not None:
+                self.current.preferences.append(member)
+            elif len(self.ignored) < MAX_IGNORED:
+                where = "" if self.current else " (before any User-agent line)"
+                self.ignored.append((line, f"{LABEL[directive]}: {_shorten(value)}{where}"))
         elif self.current is None:
             return
         elif directive == lexer.CRAWL_DELAY:
@@ -569,8 +586,9 @@ class RobotsTxt:
         self.truncated = truncated
         #: How many lines were only understood thanks to lenient parsing.
         self.lenient_lines = lenient_lines
-        #: ``(line, record)`` of the first Crawl-delay / Request-rate records whose
-        #: value was unusable and ignored (at most :data:`MAX_IGNORED`).
+        #: ``(line, record)`` of the first Crawl-delay / Request-rate /
+        #: Content-Usage / Content-Signal records whose value was unusable, or that
+        #: stood outside any group, and were ignored (at most :data:`MAX_IGNORED`).
         self.ignored = ignored or []
         self._by_token: dict[str, list[Group]] = {}
         for group in groups:
@@ -636,6 +654,7 @@ class RobotsTxt:
             for group in self.groups:
                 total += _GROUP_BYTES + _AGENT_BYTES * len(group.agents)
                 total += sum(_RULE_BYTES + _RULE_CHAR_BYTES * len(r.pattern) for r in group.rules)
+                total += _RULE_BYTES * len(group.preferences)
             total += sum(_SITEMAP_BYTES + len(sitemap) for sitemap in self.sitemaps)
             self._memory_estimate = total
         return self._memory_estimate
@@ -707,6 +726,16 @@ class RobotsTxt:
         (the slowest if several)."""
         rates = [r for group in self.select(user_agent).groups for r in group.request_rates]
         return max(rates, key=lambda rate: rate[1] / rate[0]) if rates else None
+
+    def preferences(self, url: str, user_agent: str) -> Preferences:
+        """What the file says about the use of *url*'s content by *user_agent*:
+        the ``Content-Usage`` and ``Content-Signal`` lines of the groups that apply,
+        the longest matching path deciding.  None where the crawler may not go."""
+        groups = self.select(user_agent).groups
+        members = [member for group in groups for member in group.preferences]
+        if not members or not self.check(url, user_agent).allowed:
+            return NO_PREFERENCES
+        return applicable(members, path_of(url))
 
     def delay(self, user_agent: str) -> float | None:
         """The least time between requests the file asks of *user_agent*:

@@ -156,12 +156,16 @@ line_keys = st.sampled_from(
         "Crawl-delay",
         "crawl delay",
         "Request-rate",
+        "Content-Usage",
+        "content-signal",
         "Noindex",
         "",
         " ",
     ]
 )
-line_values = st.sampled_from(["*", "bot", "Bot/2", "/", "/a", "/a*b$", "", "5", "x", "1/5"])
+line_values = st.sampled_from(
+    ["*", "bot", "Bot/2", "/", "/a", "/a*b$", "", "5", "x", "1/5", "train-ai=n", "/a search=yes"]
+)
 separators = st.sampled_from([":", ": ", " ", "\t:", "  ", " \t", ":#", " # x "])
 lines = st.builds(lambda k, s, v: k + s + v, line_keys, separators, line_values)
 files = st.lists(st.one_of(lines, lines, st.text(max_size=12)), max_size=30).map("\n".join)
