@@ -53,7 +53,7 @@ def test_conflicting_lines_with_the_same_path_combine_to_the_most_restrictive():
 
 
 def test_unknown_categories_are_kept_and_non_tokens_are_unknown():
-    assert parse_preference("train-ai=y, future-use=n, foo=\"n\", bar") == {
+    assert parse_preference('train-ai=y, future-use=n, foo="n", bar') == {
         "train-ai": "y",
         "future-use": "n",
     }
