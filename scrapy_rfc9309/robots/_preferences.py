@@ -49,7 +49,12 @@ def parse_preference(value: bytes | str) -> dict[str, str] | None:
         return None
     if not isinstance(parsed, dict):
         return None
-    return {key: str(item[0]) for key, item in parsed.items() if isinstance(item[0], Token)}
+    found = {}
+    for key, item in parsed.items():
+        value = item[0] if isinstance(item, tuple) else None  # (value, parameters)
+        if isinstance(value, Token):
+            found[key] = str(value)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
