@@ -49,11 +49,11 @@ def parse_preference(value: bytes | str) -> dict[str, str] | None:
         return None
     if not isinstance(parsed, dict):
         return None
-    found = {}
+    found: dict[str, str] = {}
     for key, item in parsed.items():
-        value = item[0] if isinstance(item, tuple) else None  # (value, parameters)
-        if isinstance(value, Token):
-            found[key] = str(value)
+        member = item[0] if isinstance(item, tuple) else None  # (value, parameters)
+        if isinstance(member, Token):
+            found[key] = str(member)
     return found
 
 
