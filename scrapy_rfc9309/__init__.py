@@ -12,6 +12,7 @@ __all__ = [
     "Addon",
     "CrawlDelayThrottle",
     "DomainBudgetMiddleware",
+    "PageDirectivesMiddleware",
     "RobotParser",
     "RobotsTxt",
     "RobotsTxtDecompressionMiddleware",
@@ -28,6 +29,7 @@ _LAZY = {
     "Addon": "scrapy_rfc9309.addon",
     "CrawlDelayThrottle": "scrapy_rfc9309.extensions.crawldelay",
     "DomainBudgetMiddleware": "scrapy_rfc9309.downloadermiddlewares.budget",
+    "PageDirectivesMiddleware": "scrapy_rfc9309.spidermiddlewares.pagedirectives",
     "RobotParser": "scrapy_rfc9309.robotparser",
     "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
     "RobotsTxtDecompressionMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     )
     from .extensions.crawldelay import CrawlDelayThrottle
     from .robotparser import RobotParser
+    from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
     from .spiders import SitemapsFromRobotsMixin
 
 

@@ -52,6 +52,9 @@ ROBOTS_PARSED: object = getattr(signals, "robots_parsed", object())
 META_ROBOTS = "rfc9309_robots"
 #: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
 META_DELAY = "rfc9309_robots_delay"
+#: Request.meta key set on requests (and so their responses) whose site states usage
+#: preferences: ``{"content-usage": {...}, "content-signal": {...}, "lines": [...]}``.
+META_PREFERENCES = "rfc9309_preferences"
 _META_RECEIVED = "_rfc9309_received"
 
 #: What a failed download raises (a site that is down, slow or refusing): the

@@ -1,7 +1,9 @@
 """The robots middleware's close report: per site, what its robots.txt fetch gave,
-how many requests it dropped, by which rules, and the delay it asked for.
+how many requests it dropped, by which rules, the delay it asked for, and the
+usage preferences (Content-Usage, Content-Signal lines) its requests carried.
 
-Only sites that dropped a request or could not be fetched are kept, and the report
+Only sites that dropped a request, could not be fetched or stated preferences are
+kept, and the report
 names the top :data:`TOP_SITES` of them (the rest summed), so that a broad crawl's
 report stays a few lines long.
 """
@@ -23,6 +25,7 @@ class _Site:
     outcome: str
     delay: float | None = None
     dropped: Counter[tuple[str, int | None]] = field(default_factory=Counter)
+    preferences: Counter[str] = field(default_factory=Counter)  # line -> requests
 
 
 class RobotsReport:
@@ -35,6 +38,12 @@ class RobotsReport:
         site = self._sites.setdefault(authority, _Site(outcome))
         site.outcome, site.delay = outcome, delay
         site.dropped[(rule or "no rule", line)] += 1
+
+    def preferences(self, authority: str, outcome: str, lines: list[str]) -> None:
+        """A request to *authority* carried the preferences of *lines*."""
+        site = self._sites.setdefault(authority, _Site(outcome))
+        for line in lines:
+            site.preferences[line] += 1
 
     def failed(self, authority: str, outcome: str) -> None:
         self._sites.setdefault(authority, _Site(outcome)).outcome = outcome
@@ -55,6 +64,7 @@ class RobotsReport:
                     for (rule, line), count in site.dropped.most_common()
                 ],
                 "crawl_delay": site.delay,
+                "preferences": dict(site.preferences),
             }
             for authority, site in self._ranked()[:TOP_SITES]
         ]
@@ -75,7 +85,9 @@ class RobotsReport:
                 rules += f" and {len(more)} more rules x{sum(r['dropped'] for r in more)}"
             delay = f"; Crawl-delay {site['crawl_delay']:g} s" if site["crawl_delay"] else ""
             dropped = f"{site['dropped']} requests dropped" + (f": {rules}" if rules else "")
-            lines.append(f"{site['site']}: {site['robots_txt']}; {dropped}{delay}")
+            stated = "; ".join(f"'{line}' x{n}" for line, n in site["preferences"].items())
+            said = f"; preferences: {stated}" if stated else ""
+            lines.append(f"{site['site']}: {site['robots_txt']}; {dropped}{delay}{said}")
         rest = self._ranked()[TOP_SITES:]
         if rest:
             count = sum(sum(site.dropped.values()) for _, site in rest)

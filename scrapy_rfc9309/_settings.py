@@ -150,6 +150,9 @@ class RobotsSettings:
     #: Where robots.txt results are kept across restarts (an SQLite file); ``None``
     #: when they are not (``RFC9309_PERSISTENT_CACHE = False``).
     persistent_path: str | None = None
+    #: The uses the crawl is for (``RFC9309_CONTENT_USES``): a request whose URL the
+    #: site's preferences refuse for one of them is dropped.
+    content_uses: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
@@ -170,12 +173,23 @@ class RobotsSettings:
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
             excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
             backoff=BackoffSettings.from_settings(settings),
+            content_uses=_content_uses(settings.get("RFC9309_CONTENT_USES")),
             persistent_path=(
                 str(settings.get("RFC9309_PERSISTENT_CACHE_PATH") or data_path(PERSISTENT_FILE))
                 if flag(settings, "RFC9309_PERSISTENT_CACHE")
                 else None
             ),
         )
+
+
+def _content_uses(value: Any) -> tuple[str, ...]:
+    uses = value.split(",") if isinstance(value, str) else value
+    if not isinstance(uses, (list, tuple)) or not all(isinstance(use, str) for use in uses):
+        raise SettingError(
+            f"RFC9309_CONTENT_USES must be a list of usage categories (e.g. ['train-ai', "
+            f"'ai-train']), not {value!r}"
+        )
+    return tuple(use.strip() for use in uses if use.strip())
 
 
 @dataclass(frozen=True)
@@ -233,6 +247,7 @@ ROBOTS_DEFAULTS: dict[str, Any] = {
     "RFC9309_CACHE_MAX_BYTES": 256 * 2**20,
     "RFC9309_LENIENT": True,
     "RFC9309_EXCLUDE_PATHS": [],
+    "RFC9309_CONTENT_USES": [],
     "RFC9309_PERSISTENT_CACHE": True,
     "RFC9309_PERSISTENT_CACHE_PATH": None,  # None: .scrapy/rfc9309-robots.sqlite
 }
@@ -254,6 +269,11 @@ CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
     "CRAWLDELAY_MAX_WAITING": 1000,
+}
+
+PAGE_DEFAULTS: dict[str, Any] = {
+    "RFC9309_PAGE_DIRECTIVES": True,
+    "RFC9309_NOFOLLOW": True,
 }
 
 BACKOFF_DEFAULTS: dict[str, Any] = {
@@ -312,6 +332,7 @@ KNOWN_SETTINGS = frozenset(
         **BUDGET_DEFAULTS,
         **CRAWLDELAY_DEFAULTS,
         **BACKOFF_DEFAULTS,
+        **PAGE_DEFAULTS,
         **FLEET_DEFAULTS,
     }
 ) | {"ROBOTSTXT_OBEY", "ROBOTSTXT_USER_AGENT", "ROBOTSTXT_PARSER"}

@@ -14,6 +14,7 @@ from .downloadermiddlewares.robotstxt import (
     RobotsTxtMiddleware,
 )
 from .extensions.crawldelay import CrawlDelayThrottle
+from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -30,6 +31,8 @@ DECOMPRESSION_ORDER = 595
 BUDGET_ORDER = 950
 #: After Scrapy's AutoThrottle (0): its handlers run first; the floor holds either way.
 CRAWLDELAY_ORDER = 500
+#: Among Scrapy's spider middlewares, next to the other filters of what a page yields.
+PAGE_DIRECTIVES_ORDER = 550
 
 
 #: The scheduler priority queue that releases a request only when its host is ready.
@@ -39,7 +42,8 @@ HOST_READY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
 class Addon:
     """Replaces Scrapy's built-in ``RobotsTxtMiddleware`` with this package's, adds
     the package's components, keeping any order the user already set, turns the
-    Crawl-delay throttle and backing off on unless the user turned them off, and has the scheduler
+    Crawl-delay throttle and backing off on unless the user turned them off, obeys
+    page-level ``nofollow``, and has the scheduler
     release requests only to ready hosts unless the project chose its own
     ``SCHEDULER_PRIORITY_QUEUE``.  Logs a WARNING for each
     setting that would silently do nothing (see :func:`._settings.mistakes`)."""
@@ -55,6 +59,9 @@ class Addon:
         settings.setdefault_in_component_priority_dict(name, DomainBudgetMiddleware, BUDGET_ORDER)
         settings.setdefault_in_component_priority_dict(
             "EXTENSIONS", CrawlDelayThrottle, CRAWLDELAY_ORDER
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", PageDirectivesMiddleware, PAGE_DIRECTIVES_ORDER
         )
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
         settings.set("BACKOFF_ENABLED", True, priority="addon")

@@ -142,7 +142,7 @@ class Command(ScrapyCommand):
         print(f"URL:          {url}")
         print(f"robots.txt:   {source}")
         print(f"crawler:      {token}")
-        _print_file(entry.robots, body, token, opts.show_rules)
+        _print_file(entry.robots, body, token, opts.show_rules, url)
         if verdict.allowed:
             why = (
                 f"by '{verdict.rule}' (line {verdict.line})"
@@ -194,7 +194,9 @@ class Command(ScrapyCommand):
         return results[0]
 
 
-def _print_file(robots: RobotsTxt | None, body: bytes, token: str, show_rules: bool) -> None:
+def _print_file(
+    robots: RobotsTxt | None, body: bytes, token: str, show_rules: bool, url: str
+) -> None:
     if robots is None:
         return
     lines = split_lines(decode(body))
@@ -206,6 +208,11 @@ def _print_file(robots: RobotsTxt | None, body: bytes, token: str, show_rules: b
     print(f"crawl delay:  {f'{crawl_delay:g} s' if crawl_delay is not None else '-'}")
     print(f"request rate: {f'{rate[0]}/{rate[1]:g} s' if rate else '-'}")
     print(f"sitemaps:     {', '.join(robots.sitemaps) or '-'}")
+    stated = robots.preferences(url, token)
+    for line, text in stated.lines:
+        print(f"preferences:  line {line}: {text}")
+    if not stated.lines:
+        print("preferences:  -")
     for line, record in robots.ignored:
         print(f"ignored:      line {line}: {record} (not a usable value)")
     if show_rules:

@@ -29,6 +29,7 @@ from twisted.internet.defer import Deferred
 from .._persistent_robots import PersistentRobotsFetcher
 from .._robots import (
     META_DELAY,
+    META_PREFERENCES,
     META_ROBOTS,
     ROBOTS_PARSED,
     RobotsFetcher,
@@ -51,6 +52,7 @@ from .._shared_robots import SharedRobotsFetcher
 from ..robotparser import RobotParser
 from ..robots import FetchOutcome, RobotsEntry
 from ..robots._decoding import content_codings, decode_bounded
+from ..robots._preferences import NO_PREFERENCES, parse_preference
 from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore
 
 if TYPE_CHECKING:
@@ -151,6 +153,51 @@ class RobotsTxtMiddleware:
         delay = entry.delay(token)
         if delay is not None:
             request.meta[META_DELAY] = delay
+        if entry.robots is not None:
+            self._preferences(authority, entry, request, token)
+
+    def _preferences(
+        self, authority: str, entry: RobotsEntry, request: Request, token: str
+    ) -> None:
+        """Put the site's usage preferences for *request* on its meta; drop it if they
+        refuse a use the crawl is for (``RFC9309_CONTENT_USES``)."""
+        assert entry.robots is not None
+        found = entry.robots.preferences(request.url, token)
+        if not found:
+            return
+        request.meta[META_PREFERENCES] = found.as_meta()
+        lines = [text for _, text in found.lines]
+        self.report.preferences(authority, entry.describe(), lines)
+        refused = found.refused(self.config.content_uses)
+        if refused is None:
+            return
+        self.stats.inc_value("rfc9309/preference_refused")
+        line, text = found.lines[0]
+        self.report.dropped(authority, entry.describe(), text, line, entry.delay(token))
+        logger.debug("Refused by robots.txt for %s (%s, line %s): %s", refused, text, line, request)
+        raise IgnoreRequest(f"robots.txt refuses the use {refused!r}: {text} (line {line})")
+
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        """Apply a response's own ``Content-Usage`` header: it wins over robots.txt
+        for that response; a refused use drops the response before the spider."""
+        header = response.headers.get(b"Content-Usage")
+        if header is None or request.meta.get(META_ROBOTS):
+            return response
+        values = parse_preference(header)
+        if values is None:
+            self.stats.inc_value("rfc9309/preference_header_ignored")
+            return response
+        stated: dict[str, Any] = request.meta.get(META_PREFERENCES) or NO_PREFERENCES.as_meta()
+        usage = {**stated["content-usage"], **values}
+        lines = [*stated["lines"], f"Content-Usage header: {header.decode('latin-1')}"]
+        request.meta[META_PREFERENCES] = {**stated, "content-usage": usage, "lines": lines}
+        refused = next((use for use in self.config.content_uses if values.get(use) == "n"), None)
+        if refused is not None:
+            self.stats.inc_value("rfc9309/preference_refused_response")
+            raise IgnoreRequest(f"the response's Content-Usage header refuses {refused!r}")
+        return response
 
     async def entry(self, authority: str, request: Request) -> RobotsEntry:
         """The robots.txt entry for *authority*, fetched if missing or expired.

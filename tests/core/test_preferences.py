@@ -126,3 +126,17 @@ def test_preference_lines_never_change_a_verdict(lines, inserted, path):
     extended = RobotsTxt.parse("\n".join(with_preferences))
     for agent in ("bot", "other"):
         assert extended.check(path, agent).allowed == plain.check(path, agent).allowed
+
+
+def test_page_directives_for_the_crawler_or_all():
+    from scrapy_rfc9309.robots._pagedirectives import page_directives
+
+    assert page_directives(["noindex, NoFollow"], [], "testbot") == {"noindex", "nofollow"}
+    assert page_directives(["otherbot: nofollow"], [], "testbot") == set()
+    assert page_directives(["TestBot/2.0: nofollow"], [], "testbot") == {"nofollow"}
+    assert page_directives(["unavailable_after: 25 Jun 2010"], [], "testbot") == {
+        "unavailable_after: 25 jun 2010"
+    }
+    assert page_directives([], [("robots", "none")], "testbot") == {"none", "noindex", "nofollow"}
+    assert page_directives([], [("OtherBot", "noai"), ("TESTBOT", "noai")], "testbot") == {"noai"}
+    assert page_directives([], [("description", "nofollow")], "testbot") == set()

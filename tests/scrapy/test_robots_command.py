@@ -192,3 +192,18 @@ def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, cap
     other = f"http://127.0.0.1:{closed_port()}/x"
     status, out = robots_without_fetching(other, *args, capsys=capsys)
     assert status == 2 and "no copy of" in out
+
+
+def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_path, capsys):
+    path = tmp_path / "robots.txt"
+    path.write_bytes(
+        b"User-agent: *\nContent-Usage: / train-ai=n\nContent-Usage: /ok/ train-ai=y\n"
+        b"Content-Signal: search=yes\n"
+    )
+    args = ("--file", str(path), "--user-agent", "Bot")
+    status, out = robots_without_fetching("http://example.com/ok/1", *args, capsys=capsys)
+    assert status == 0
+    assert "preferences:  line 3: Content-Usage: /ok/ train-ai=y" in out
+    assert "preferences:  line 4: Content-Signal: search=yes" in out
+    status, out = robots_without_fetching("http://example.com/x", *args, capsys=capsys)
+    assert "preferences:  line 2: Content-Usage: / train-ai=n" in out

@@ -1,0 +1,1 @@
+"""Spider middlewares of the package."""

@@ -1,0 +1,91 @@
+"""Spider middleware: page-level robots directives (``X-Robots-Tag``,
+``<meta name="robots">``) for the crawler's product token or for all.
+
+``nofollow`` (or ``none``) stops the links of a page from being followed: the
+requests the spider yields from that response are dropped, each with a DEBUG line,
+and counted (``rfc9309/nofollow_dropped``); ``RFC9309_NOFOLLOW = False`` keeps them.
+Every directive found (``noindex``, ``noai``, ...) is put on the response's meta,
+``response.meta["rfc9309_page_directives"]``, for pipelines to read.
+``RFC9309_PAGE_DIRECTIVES = False`` turns the middleware off; so does
+``ROBOTSTXT_OBEY = False``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse
+
+from .._settings import PAGE_DEFAULTS, configured_token, flag, with_defaults
+from ..robots._pagedirectives import page_directives
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+#: Response.meta key: the page-level directives that apply to the crawler (sorted).
+META_PAGE_DIRECTIVES = "rfc9309_page_directives"
+
+
+class PageDirectivesMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = with_defaults(crawler.settings, PAGE_DEFAULTS)
+        if not flag(settings, "ROBOTSTXT_OBEY") or not flag(settings, "RFC9309_PAGE_DIRECTIVES"):
+            raise NotConfigured
+        self.stats = crawler.stats
+        self.nofollow = flag(settings, "RFC9309_NOFOLLOW")
+        self.token = configured_token(settings)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_spider_input(self, response: Response, spider: Any = None) -> None:
+        """Before the callback runs: the directives go on the response's meta."""
+        found = self._directives(response)
+        if found:
+            response.meta[META_PAGE_DIRECTIVES] = sorted(found)
+
+    def _follows(self, response: Response) -> bool:
+        """False if the links of *response* are not to be followed."""
+        found = response.meta.get(META_PAGE_DIRECTIVES) or ()
+        return not (self.nofollow and "nofollow" in found)
+
+    def _directives(self, response: Response) -> set[str]:
+        headers = [value.decode("latin-1") for value in response.headers.getlist("X-Robots-Tag")]
+        metas: list[tuple[str, str]] = []
+        if isinstance(response, HtmlResponse):
+            for tag in response.xpath("//meta[@name][@content]"):
+                metas.append((tag.attrib["name"], tag.attrib["content"]))
+        return page_directives(headers, metas, self.token)
+
+    def _dropped(self, request: Request, response: Response) -> None:
+        self.stats.inc_value("rfc9309/nofollow_dropped")
+        logger.debug("Not followed (nofollow on %s): %s", response.url, request)
+
+    def process_spider_output(
+        self, response: Response, result: Iterable[Any], spider: Any = None
+    ) -> Iterable[Any]:
+        follows = self._follows(response)
+        for each in result:
+            if not follows and isinstance(each, Request):
+                self._dropped(each, response)
+                continue
+            yield each
+
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        follows = self._follows(response)
+        async for each in result:
+            if not follows and isinstance(each, Request):
+                self._dropped(each, response)
+                continue
+            yield each

@@ -1,0 +1,151 @@
+"""What sites say beyond allow/disallow, in real crawls: Content-Usage and
+Content-Signal preferences (on meta; enforced only when asked), and page-level
+``nofollow`` (X-Robots-Tag and <meta name="robots">)."""
+
+from __future__ import annotations
+
+import pytest_twisted
+
+from tests.crawl import ListSpider, crawl
+
+ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}, "DOWNLOADER_MIDDLEWARES": {}}
+ROBOTS = b"""User-agent: *
+Disallow: /private/
+Content-Usage: /articles/ train-ai=n
+Content-Signal: search=yes, ai-train=no
+"""
+
+
+class MetaSpider(ListSpider):
+    """Records each response's preferences and page directives."""
+
+    name = "meta"
+
+    def parse(self, response):
+        self.seen.append(
+            (
+                response.url.split("/", 3)[3],
+                response.meta.get("rfc9309_preferences"),
+                response.meta.get("rfc9309_page_directives"),
+            )
+        )
+
+
+def article_urls(site):
+    return [f"{site.url}/articles/{n}" for n in range(3)] + [f"{site.url}/about"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_with_enforcement_no_refused_page_reaches_the_server(site):
+    site.route("/robots.txt", body=ROBOTS)
+    crawler = await crawl(
+        article_urls(site), spider=MetaSpider, RFC9309_CONTENT_USES=["train-ai"], **ADDON
+    )
+    assert not any(path.startswith("/articles/") for path in site.paths())
+    assert [seen[0] for seen in crawler.spider.seen] == ["about"]
+    assert crawler.stats.get_value("rfc9309/preference_refused") == 3
+    report = crawler.stats.get_value("rfc9309/report")
+    assert report[0]["rules"][0] == {
+        "rule": "Content-Usage: /articles/ train-ai=n",
+        "line": 3,
+        "dropped": 3,
+    }
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_enforcement_the_pages_come_with_their_preferences(site):
+    site.route("/robots.txt", body=ROBOTS)
+    site.route("/about", body=b"<html></html>", headers={"Content-Usage": "train-ai=y, search=n"})
+    crawler = await crawl(article_urls(site), spider=MetaSpider, **ADDON)
+    seen = {path: preferences for path, preferences, _ in crawler.spider.seen}
+    assert sum(path.startswith("/articles/") for path in site.paths()) == 3
+    assert seen["articles/0"] == {
+        "content-usage": {"train-ai": "n"},
+        "content-signal": {"search": "yes", "ai-train": "no"},
+        "lines": [
+            "line 3: Content-Usage: /articles/ train-ai=n",
+            "line 4: Content-Signal: search=yes, ai-train=no",
+        ],
+    }
+    # The response's own header wins for that response.
+    assert seen["about"]["content-usage"] == {"train-ai": "y", "search": "n"}
+    assert seen["about"]["lines"][-1] == "Content-Usage header: train-ai=y, search=n"
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_response_whose_header_refuses_a_use_does_not_reach_the_spider(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route("/p", body=b"<html></html>", headers={"Content-Usage": "train-ai=n"})
+    crawler = await crawl(
+        [f"{site.url}/p", f"{site.url}/q"],
+        spider=MetaSpider,
+        RFC9309_CONTENT_USES=["train-ai"],
+        **ADDON,
+    )
+    assert [seen[0] for seen in crawler.spider.seen] == ["q"]
+    assert crawler.stats.get_value("rfc9309/preference_refused_response") == 1
+
+
+class LinkSpider(ListSpider):
+    """Follows every link of the pages it is given (one level)."""
+
+    name = "links"
+
+    def parse(self, response):
+        self.seen.append(response.url)
+        if response.meta.get("depth", 0) == 0:
+            yield from response.follow_all(css="a")
+
+
+def page_with_links(site, path, links, head=b""):
+    body = b"<html><head>" + head + b"</head><body>"
+    body += b"".join(b'<a href="%s">x</a>' % link.encode() for link in links)
+    return body + b"</body></html>"
+
+
+@pytest_twisted.ensureDeferred
+async def test_nofollow_pages_have_none_of_their_links_followed(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route(
+        "/by-header",
+        body=page_with_links(site, "/by-header", ["/h1", "/h2"]),
+        headers={"Content-Type": "text/html", "X-Robots-Tag": "nofollow"},
+    )
+    site.route(
+        "/by-meta",
+        body=page_with_links(
+            site, "/by-meta", ["/m1"], b'<meta name="robots" content="noindex, nofollow">'
+        ),
+        headers={"Content-Type": "text/html"},
+    )
+    site.route(
+        "/for-another-bot",
+        body=page_with_links(site, "/x", ["/o1"]),
+        headers={"Content-Type": "text/html", "X-Robots-Tag": "otherbot: nofollow"},
+    )
+    site.route(
+        "/followed",
+        body=page_with_links(site, "/followed", ["/f1"], b'<meta name="TestBot" content="noai">'),
+        headers={"Content-Type": "text/html"},
+    )
+    paths = ("by-header", "by-meta", "for-another-bot", "followed")
+    urls = [f"{site.url}/{path}" for path in paths]
+    crawler = await crawl(urls, spider=LinkSpider, **ADDON)
+    requested = set(site.paths())
+    assert not {"/h1", "/h2", "/m1"} & requested
+    assert {"/o1", "/f1"} <= requested
+    assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_directives_are_put_on_meta_and_nofollow_can_be_turned_off(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route(
+        "/p",
+        body=page_with_links(site, "/p", ["/l"], b'<meta name="robots" content="none, noai">'),
+        headers={"Content-Type": "text/html"},
+    )
+    crawler = await crawl([f"{site.url}/p"], spider=MetaSpider, RFC9309_NOFOLLOW=False, **ADDON)
+    assert crawler.spider.seen[0][2] == ["noai", "nofollow", "noindex", "none"]
+    crawler = await crawl([f"{site.url}/p"], spider=LinkSpider, RFC9309_NOFOLLOW=False, **ADDON)
+    assert "/l" in site.paths()
