@@ -21,7 +21,7 @@ is reported as ignored.  Pure Python: dictionaries are parsed with ``http-sf``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import http_sf
 from http_sf.types import Token
@@ -66,6 +66,7 @@ class PreferenceLine:
     values: dict[str, str]
     line: int
     written: str  # the line's value as written, for evidence
+    pattern: Pattern = field(compare=False, repr=False)  # path, compiled
 
     def __str__(self) -> str:
         return f"{LABEL[self.kind]}: {self.written}"
@@ -83,7 +84,7 @@ def preference_line(kind: str, value: str, line: int) -> PreferenceLine | None:
     values = parse_preference(preference)
     if values is None:
         return None
-    return PreferenceLine(kind, path, values, line, value)
+    return PreferenceLine(kind, path, values, line, value, Pattern(path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ def applicable(members: Iterable[PreferenceLine], path: str) -> Preferences:
     """The preferences *members* give *path* (a canonical path + query)."""
     best: dict[str, tuple[int, list[PreferenceLine]]] = {}
     for member in members:
-        pattern = Pattern(member.path)
+        pattern = member.pattern
         if not pattern.matches(path):
             continue
         length, chosen = best.get(member.kind, (-1, []))
