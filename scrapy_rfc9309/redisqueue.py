@@ -57,32 +57,33 @@ return 1
 )
 #: KEYS = hosts zset, count, floors hash; ARGV = list key prefix, lease (microseconds).
 #: Returns {request or false, microseconds until the next host is ready or false}.
+#: A host whose list the pop empties keeps its place (and its hold): a request pushed
+#: for it meanwhile waits for the hold too.  A ready host with an empty list is
+#: dropped from the set when a pop meets it.
 _POP = (
     _NOW
     + """
-local first = redis.call(
-  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
-if #first == 0 then
-  local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if #next == 0 then return {false, false} end
-  return {false, string.format('%.0f', math.max(tonumber(next[2]) - now, 0))}
-end
-local host = first[1]
-local data = redis.call('LPOP', ARGV[1] .. host)
-if not data then
+for _ = 1, 100 do
+  local first = redis.call(
+    'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
+  if #first == 0 then
+    local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    if #next == 0 then return {false, false} end
+    return {false, string.format('%.0f', math.max(tonumber(next[2]) - now, 0))}
+  end
+  local host = first[1]
+  local data = redis.call('LPOP', ARGV[1] .. host)
+  if data then
+    redis.call('DECR', KEYS[2])
+    local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
+    local ready = now
+    if floor ~= 0 then ready = now + tonumber(ARGV[2]) end
+    redis.call('ZADD', KEYS[1], string.format('%.0f', ready), host)
+    return {data, false}
+  end
   redis.call('ZREM', KEYS[1], host)
-  return {false, '0'}
 end
-redis.call('DECR', KEYS[2])
-if redis.call('LLEN', ARGV[1] .. host) == 0 then
-  redis.call('ZREM', KEYS[1], host)
-else
-  local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
-  local ready = now
-  if floor ~= 0 then ready = now + tonumber(ARGV[2]) end
-  redis.call('ZADD', KEYS[1], string.format('%.0f', ready), host)
-end
-return {data, false}
+return {false, '0'}
 """
 )
 #: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the

@@ -2,6 +2,7 @@
 server's clock, and the robots.txt lock that a dead process cannot hold for long."""
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 import pytest_twisted
@@ -157,14 +158,44 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
         await store.put("http://a.example", record)
         await store.put("http://b.example", record)
         await store.put("http://c.example", StoredRobots("success", 200, b"x" * 1001, 1e9, 1.0))
-        server = redis.asyncio.Redis.from_url(url)
-        await server.set("rfc9309:robots-kept:http://b.example", b'{"version": 1, "body"')
+        server = redis.Redis.from_url(url)
+        server.set("rfc9309:robots-kept:http://b.example", b'{"version": 1, "body"')
         read = [await store.get(f"http://{name}.example") for name in "abcd"]
-        left = await server.exists(*(f"rfc9309:robots-kept:http://{n}.example" for n in "bc"))
-        await server.aclose()
+        left = server.exists(*(f"rfc9309:robots-kept:http://{n}.example" for n in "bc"))
+        server.close()
         store.close()
         return read, left
 
     read, left = await on_loop(scenario())
     assert read == [record, None, None, None]  # damaged JSON, over the size limit, none
     assert left == 0  # the unreadable ones are deleted
+
+
+def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(url):
+    """A request pushed for a host whose only request is out waits for that one to
+    end (a host whose floor is not known yet goes one at a time, fleet-wide)."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    crawler = get_crawler()
+    crawler.spider = crawler._create_spider("queue")
+    # What the queue asks of the engine: which requests the downloader still handles.
+    crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active=set()))
+    server = redis.Redis.from_url(url)
+    queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
+    queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
+    first = queue.pop()
+    assert first.url == "http://a.example/1"  # the host's list is now empty
+    crawler.engine.downloader.active.add(first)  # on the wire
+    queue.push(Request("http://a.example/2", meta={"download_slot": "a.example"}))
+    queue.push(Request("http://b.example/1", meta={"download_slot": "b.example"}))
+    assert queue.pop().url == "http://b.example/1"
+    assert queue.pop() is None  # a.example is held until /1 ends
+    crawler.engine.downloader.active.clear()
+    queue._left(first)  # it ended: the host is ready again (no floor)
+    assert queue.pop().url == "http://a.example/2"
+    if queue._wake is not None and queue._wake.active():
+        queue._wake.cancel()
