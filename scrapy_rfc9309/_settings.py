@@ -55,14 +55,14 @@ class _ConfigurationErrorsInOneLine(logging.Filter):
         )
 
 
-def _install_filter() -> None:
+def report_configuration_errors_in_one_line() -> None:
+    """Have the crawl starting now log this package's configuration errors as their
+    message alone (see :class:`_ConfigurationErrorsInOneLine`).  Called by each
+    component as it is built, never on import; the filter touches no other record."""
     for name in ("asyncio", "twisted"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _ConfigurationErrorsInOneLine) for f in logger.filters):
             logger.addFilter(_ConfigurationErrorsInOneLine())
-
-
-_install_filter()
 
 
 def number(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
-from ._settings import deliberate, mistakes, source
+from ._settings import deliberate, mistakes, report_configuration_errors_in_one_line, source
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import (
     RobotsTxtDecompressionMiddleware,
@@ -49,6 +49,7 @@ class Addon:
     setting that would silently do nothing (see :func:`._settings.mistakes`)."""
 
     def update_settings(self, settings: BaseSettings) -> None:
+        report_configuration_errors_in_one_line()
         name = "DOWNLOADER_MIDDLEWARES"
         settings.set_in_component_priority_dict(name, BuiltinRobotsTxtMiddleware, None)
         settings.setdefault_in_component_priority_dict(name, RobotsTxtMiddleware, ROBOTS_ORDER)

@@ -30,7 +30,7 @@ from .._budget import (
     unix_time,
 )
 from .._robots import META_ROBOTS
-from .._settings import SettingError, choice, flag
+from .._settings import SettingError, choice, flag, report_configuration_errors_in_one_line
 from ..budget.policy import DomainLimits, day_of, zone
 from ..budget.storage import Reservation, StorageError
 
@@ -47,6 +47,7 @@ META_RESERVED = "domainbudget_reserved"
 
 class DomainBudgetMiddleware:
     def __init__(self, crawler: Crawler) -> None:
+        report_configuration_errors_in_one_line()
         if not flag(crawler.settings, "DOMAINBUDGET_ENABLED"):
             raise NotConfigured
         if not is_asyncio_available():

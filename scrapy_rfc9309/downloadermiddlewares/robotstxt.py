@@ -45,6 +45,7 @@ from .._settings import (
     fleet_url,
     number,
     redacted_url,
+    report_configuration_errors_in_one_line,
     token_mistakes,
     with_defaults,
 )
@@ -67,6 +68,7 @@ __all__ = ["RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
 
 class RobotsTxtMiddleware:
     def __init__(self, crawler: Crawler) -> None:
+        report_configuration_errors_in_one_line()
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler

@@ -40,6 +40,7 @@ from .._settings import (
     fleet_url,
     number,
     redacted_url,
+    report_configuration_errors_in_one_line,
     with_defaults,
 )
 from ..robotparser import RobotParser
@@ -66,6 +67,7 @@ LEASE_MARGIN = 5.0
 
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
+        report_configuration_errors_in_one_line()
         settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
         if not flag(settings, "CRAWLDELAY_ENABLED"):
             raise NotConfigured

@@ -20,7 +20,13 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
-from .._settings import PAGE_DEFAULTS, configured_token, flag, with_defaults
+from .._settings import (
+    PAGE_DEFAULTS,
+    configured_token,
+    flag,
+    report_configuration_errors_in_one_line,
+    with_defaults,
+)
 from ..robots._pagedirectives import page_directives
 
 if TYPE_CHECKING:
@@ -36,6 +42,7 @@ META_PAGE_DIRECTIVES = "rfc9309_page_directives"
 
 class PageDirectivesMiddleware:
     def __init__(self, crawler: Crawler) -> None:
+        report_configuration_errors_in_one_line()
         settings = with_defaults(crawler.settings, PAGE_DEFAULTS)
         if not flag(settings, "ROBOTSTXT_OBEY") or not flag(settings, "RFC9309_PAGE_DIRECTIVES"):
             raise NotConfigured

@@ -46,3 +46,14 @@ def test_no_core_module_imports_scrapy_or_twisted():
 def test_every_public_name_imports():
     for name in scrapy_rfc9309.__all__:
         getattr(scrapy_rfc9309, name)  # raises AttributeError or ImportError if missing
+
+
+def test_importing_the_package_changes_no_logging():
+    code = (
+        "import logging, scrapy_rfc9309, scrapy_rfc9309.addon, scrapy_rfc9309._settings\n"
+        "import scrapy_rfc9309.downloadermiddlewares.robotstxt\n"
+        "for name in ('', 'asyncio', 'twisted', 'scrapy'):\n"
+        "    assert not logging.getLogger(name).filters, name\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
