@@ -10,7 +10,7 @@ MIN_VENV ?= .venv-min
 # packages are compiled once and the suite's many subprocess crawls reuse the bytecode.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test test-min test-newest bench lint clean wheel fleet-demo
+.PHONY: demo test test-fast test-min test-newest bench lint clean wheel fleet-demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,15 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
+# Parallel, with the "bombs" group on one worker (see test_hostile_sites.py).
+XDIST := -n 4 --dist loadgroup
+
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+# The quick loop: no slow, Redis or subprocess test.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not redis and not subprocess" $(PYTEST_ARGS)
 
 # The suite against the lowest supported versions (.ci/min-versions.txt).
 $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
@@ -34,7 +41,7 @@ $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
 	touch $@
 
 test-min: $(MIN_VENV)/.installed
-	$(MIN_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(MIN_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The suite against the newest Scrapy on the package index, pre-releases included:
 # a release that moves one of the private parts the throttle relies on fails here
@@ -46,7 +53,7 @@ test-newest:
 	$(NEWEST_VENV)/bin/python -m pip install -q -e ".[test,redis]"
 	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade --pre scrapy
 	$(NEWEST_VENV)/bin/python -c "import scrapy; print('Scrapy', scrapy.__version__)"
-	$(NEWEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(NEWEST_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
 bench: $(VENV)/.installed

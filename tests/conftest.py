@@ -33,3 +33,39 @@ def silent_port():
     """A loopback port that accepts connections and never answers."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         yield server.getsockname()[1]
+
+
+#: Markers by module, for ``make test-fast`` (``-m "not slow and not redis and not
+#: subprocess"``): modules whose tests wait real delays or crawl hundreds of hosts
+#: (slow), and modules whose tests run crawler processes or commands (subprocess).
+#: Tests that use a redis-server are marked ``redis`` by their fixture.
+SLOW_MODULES = {
+    "test_backoff.py",
+    "test_broad_crawl.py",
+    "test_crawldelay.py",
+    "test_crosscheck.py",
+    "test_hostile_sites.py",
+    "test_memory_estimate.py",
+    "test_pqueues.py",
+}
+SUBPROCESS_MODULES = {
+    "test_budget_command.py",
+    "test_example_project.py",
+    "test_fleet.py",
+    "test_processes.py",
+    "test_redis_tls.py",
+    "test_robots_command.py",
+    "test_startup_warnings.py",
+    "test_wheel.py",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        module = item.path.name
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if module in SUBPROCESS_MODULES:
+            item.add_marker(pytest.mark.subprocess)
+        if "redis_server" in item.fixturenames:
+            item.add_marker(pytest.mark.redis)

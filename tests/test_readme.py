@@ -101,6 +101,7 @@ def test_the_policy_yaml(tmp_path):
     assert policy.limits_for("en.wikipedia.org").key == "wikipedia.org"
 
 
+@pytest.mark.subprocess
 def test_the_shell_commands():
     makefile = (ROOT / "Makefile").read_text()
     commands = [line.split("#")[0].strip() for body in blocks("sh") for line in body.splitlines()]

@@ -179,6 +179,8 @@ async def test_every_retry_is_a_request_of_the_budget(site, db):
         DOMAINBUDGET_SQLITE_PATH=db,
         RETRY_ENABLED=True,
         RETRY_TIMES=5,
+        BACKOFF_START=0.1,  # a 503 holds the host: short holds, for a short test
+        BACKOFF_DELAY=0.1,
         **WITH_ADDON,
     )
     # robots.txt and two tries fill the 3 requests; the other retries are dropped.

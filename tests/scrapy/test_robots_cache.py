@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import pytest_twisted
 from scrapy.spiders import SitemapSpider
 
@@ -133,6 +134,7 @@ async def test_damaged_or_foreign_rows_are_dropped_and_fetched_again(site, tmp_p
     assert site.count("/robots.txt") == 4  # the last copy was sound
 
 
+@pytest.mark.subprocess
 def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_path):
     import json
 
