@@ -1,4 +1,4 @@
-"""Every snippet of the README is exercised: the ``>>>`` examples by doctest, each
+"""Every snippet of the README and of docs/ is exercised: the ``>>>`` examples by doctest, each
 Python settings block by a real (empty) crawl with those settings, the policy YAML
 by the policy loader, the shell commands by running them."""
 
@@ -27,8 +27,11 @@ from scrapy_rfc9309 import (
 from scrapy_rfc9309.budget.policy import BudgetPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
+#: The README and docs/, one text: the snippets and their outputs are looked up in it.
+TEXT = "\n".join(path.read_text() for path in DOCUMENTS)
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", TEXT, re.MULTILINE | re.DOTALL)
 
 
 def blocks(language):
@@ -36,8 +39,18 @@ def blocks(language):
 
 
 def test_the_interactive_examples():
-    result = doctest.testfile(str(ROOT / "README.md"), module_relative=False, verbose=False)
-    assert result.attempted >= 6 and result.failed == 0
+    attempted = 0
+    for path in DOCUMENTS:
+        result = doctest.testfile(str(path), module_relative=False, verbose=False)
+        assert result.failed == 0, path
+        attempted += result.attempted
+    assert attempted >= 6
+
+
+def test_the_readme_is_a_manual_and_links_what_exists():
+    assert len(README.splitlines()) <= 300
+    for link in re.findall(r"\]\((docs/[\w.-]+\.md)", README):
+        assert (ROOT / link).exists(), link
 
 
 class NoRequests(scrapy.Spider):
@@ -114,7 +127,7 @@ def test_the_shell_commands():
             result = subprocess.run(
                 [sys.executable, "-m", "scrapy", *words[1:]], cwd=ROOT, capture_output=True
             )
-            expected = README.split(f"{command}\n```\n\n```\n", 1)[1].split("```", 1)[0]
+            expected = TEXT.split(f"{command}\n```\n\n```\n", 1)[1].split("```", 1)[0]
             assert result.stdout.decode() == expected
         elif words[:2] == ["pip", "install"]:
             # Installing is tests/test_wheel.py's; here the names: the extras exist,
