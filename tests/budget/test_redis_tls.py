@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from scrapy_rfc9309.budget.storage import RedisStorage, Reservation, StorageError
-from tests.budget.test_storage_contract import DAY, on_loop
+from tests.helpers import DAY, on_loop
 from tests.server import closed_port
 
 

@@ -18,7 +18,7 @@ from scrapy_rfc9309.budget.resp import (
 )
 from scrapy_rfc9309.budget.storage import RedisStorage, Reservation, StorageError
 from tests.budget.redis_server import RedisServer
-from tests.budget.test_storage_contract import DAY, on_loop
+from tests.helpers import DAY, on_loop
 from tests.server import closed_port
 
 REPLIES = [

@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 import pytest_twisted
-from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.budget.storage import (
     MemoryStorage,
@@ -18,11 +17,7 @@ from scrapy_rfc9309.budget.storage import (
     StorageError,
 )
 from tests.budget.process_worker import DAY, reserve_from_8_threads
-
-
-def on_loop(coroutine):
-    """*coroutine* as a task of the reactor's asyncio loop, as Scrapy runs the middleware."""
-    return Deferred.fromFuture(asyncio.ensure_future(coroutine))
+from tests.helpers import on_loop
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis", "redis-threaded"])

@@ -10,7 +10,7 @@ import redis
 
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from scrapy_rfc9309.fleet.spacing import FleetSpacing, SpacingError
-from tests.budget.test_storage_contract import on_loop
+from tests.helpers import on_loop
 
 
 @pytest.fixture

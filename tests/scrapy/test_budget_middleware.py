@@ -5,24 +5,7 @@ import pytest_twisted
 
 from scrapy_rfc9309.budget.policy import PolicyError
 from tests.crawl import crawl
-
-BUDGET = {
-    "DOMAINBUDGET_ENABLED": True,
-    "DOWNLOADER_MIDDLEWARES": {
-        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-        "scrapy_rfc9309.RobotsTxtMiddleware": 100,
-        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": 595,
-        "scrapy_rfc9309.DomainBudgetMiddleware": 950,
-    },
-}
-
-
-def policy(pages=0, requests=0):
-    return {"default_policy": {"max_requests_per_day": requests, "max_pages_per_day": pages}}
-
-
-def page_paths(site):
-    return [p for p in site.paths() if p.startswith("/p/")]
+from tests.helpers import BUDGET, page_paths, policy
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import pytest_twisted
 from scrapy_rfc9309._settings import SettingError
 from tests.budget.redis_server import RedisServer
 from tests.crawl import ChainSpider, crawl
-from tests.scrapy.test_budget_middleware import BUDGET, page_paths, policy
+from tests.helpers import BUDGET, page_paths, policy
 
 
 @pytest_twisted.ensureDeferred

@@ -319,8 +319,8 @@ async def test_a_cancelled_fetch_fails_its_waiters_and_the_next_request_fetches_
 
     from scrapy_rfc9309 import RobotsTxtMiddleware
     from scrapy_rfc9309.robots import AccessPolicy
-    from tests.budget.test_storage_contract import on_loop
     from tests.crawl import BASE_SETTINGS
+    from tests.helpers import on_loop
 
     middleware = RobotsTxtMiddleware.from_crawler(get_crawler(settings_dict=BASE_SETTINGS))
     request = Request("http://a.example/x")

@@ -10,7 +10,7 @@ import pytest_twisted
 
 from scrapy_rfc9309._settings import SettingError
 from tests.crawl import ListSpider, crawl
-from tests.scrapy.test_budget_middleware import BUDGET
+from tests.helpers import BUDGET
 
 THROTTLE = {"CRAWLDELAY_ENABLED": True, "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayThrottle": 500}}
 

@@ -1,0 +1,39 @@
+"""What several test modules share (the crawl and the servers have their own modules:
+``tests/crawl.py``, ``tests/server.py``, ``tests/broad_site.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from twisted.internet.defer import Deferred
+
+from tests.budget.process_worker import DAY
+
+__all__ = ["BUDGET", "DAY", "on_loop", "page_paths", "policy"]
+
+#: Settings of a crawl with the budget middleware (and the package's robots one).
+BUDGET: dict[str, Any] = {
+    "DOMAINBUDGET_ENABLED": True,
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "scrapy_rfc9309.RobotsTxtMiddleware": 100,
+        "scrapy_rfc9309.RobotsTxtDecompressionMiddleware": 595,
+        "scrapy_rfc9309.DomainBudgetMiddleware": 950,
+    },
+}
+
+
+def policy(pages: int = 0, requests: int = 0) -> dict[str, Any]:
+    """A budget policy whose default allows *pages* and *requests* a day (0: no limit)."""
+    return {"default_policy": {"max_requests_per_day": requests, "max_pages_per_day": pages}}
+
+
+def page_paths(site: Any) -> list[str]:
+    """The page paths (``/p/...``) the site was asked for, in order."""
+    return [path for path in site.paths() if path.startswith("/p/")]
+
+
+def on_loop(coroutine: Any) -> Deferred[Any]:
+    """*coroutine* as a task of the reactor's asyncio loop, as Scrapy runs the middleware."""
+    return Deferred.fromFuture(asyncio.ensure_future(coroutine))
