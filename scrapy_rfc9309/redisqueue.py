@@ -33,7 +33,7 @@ from scrapy.core.downloader import Downloader
 from twisted.internet import reactor
 
 from ._hostclock import host_clock
-from ._robots import META_ROBOTS
+from .downloadermiddlewares.robotstxt._fetch import META_ROBOTS
 from .extensions import _slots
 
 if TYPE_CHECKING:

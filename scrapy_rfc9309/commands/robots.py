@@ -26,7 +26,6 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._robots import Fetched, RobotsFetcher, entry_for, parse_body
 from .._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
@@ -34,6 +33,7 @@ from .._settings import (
     redacted_url,
     with_defaults,
 )
+from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_body
 from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
 from ..robots._lexer import decode, split_lines
 from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore, StoreError

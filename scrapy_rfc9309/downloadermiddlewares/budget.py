@@ -29,10 +29,10 @@ from .._budget import (
     load_policy,
     unix_time,
 )
-from .._robots import META_ROBOTS
 from .._settings import SettingError, choice, flag, report_configuration_errors_in_one_line
 from ..budget.policy import DomainLimits, day_of, zone
 from ..budget.storage import Reservation, StorageError
+from .robotstxt._fetch import META_ROBOTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -31,7 +31,6 @@ from twisted.internet.task import LoopingCall
 
 from .._budget import load_policy
 from .._hostclock import host_clock
-from .._robots import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token
 from .._settings import (
     CRAWLDELAY_DEFAULTS,
     BackoffSettings,
@@ -42,6 +41,12 @@ from .._settings import (
     redacted_url,
     report_configuration_errors_in_one_line,
     with_defaults,
+)
+from ..downloadermiddlewares.robotstxt._fetch import (
+    META_ROBOTS,
+    ROBOTS_PARSED,
+    authority_of,
+    crawler_token,
 )
 from ..robotparser import RobotParser
 from . import _slots

@@ -22,6 +22,7 @@ from tests.crawl import crawl
 
 ROOT = Path(__file__).resolve().parents[2]
 ETAG = '"v1"'
+PERSISTENT = "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent"
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
 
 
@@ -65,7 +66,9 @@ async def test_a_restarted_crawl_fetches_no_robots_txt_then_refreshes_with_condi
         assert sites.take() == {"page": 50}  # no robots.txt request, still obeyed
         # An hour later, past the cache's TTL (RFC9309_CACHE_TTL, 3600 s).
         later = time.time() + 3700
-        monkeypatch.setattr("scrapy_rfc9309._persistent_robots.wall_clock", lambda: later)
+        monkeypatch.setattr(
+            "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent.wall_clock", lambda: later
+        )
         third = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
         assert sites.take() == {"304": 50, "page": 50}
         fourth = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
@@ -86,7 +89,9 @@ async def test_a_site_unreachable_at_restart_gets_its_last_good_copy(site, tmp_p
     await crawl([f"{site.url}/page"], RFC9309_PERSISTENT_CACHE_PATH=cache)
     site.route("/robots.txt", status=503)
     later = time.time() + 3700  # past the TTL: fetched again, and it fails
-    monkeypatch.setattr("scrapy_rfc9309._persistent_robots.wall_clock", lambda: later)
+    monkeypatch.setattr(
+        "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent.wall_clock", lambda: later
+    )
     crawler = await crawl(
         [f"{site.url}/page", f"{site.url}/private/x"], RFC9309_PERSISTENT_CACHE_PATH=cache
     )

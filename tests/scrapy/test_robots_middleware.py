@@ -197,9 +197,13 @@ class FakeClock:
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.robotstxt.monotonic", fake)
-    monkeypatch.setattr("scrapy_rfc9309._robots.monotonic", fake)
-    monkeypatch.setattr("scrapy_rfc9309._persistent_robots.monotonic", fake)
-    monkeypatch.setattr("scrapy_rfc9309._persistent_robots.wall_clock", fake)
+    monkeypatch.setattr("scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch.monotonic", fake)
+    monkeypatch.setattr(
+        "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent.monotonic", fake
+    )
+    monkeypatch.setattr(
+        "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent.wall_clock", fake
+    )
     return fake
 
 
@@ -267,7 +271,7 @@ class SignalRecorder:
 
     @classmethod
     def from_crawler(cls, crawler):
-        from scrapy_rfc9309._robots import ROBOTS_PARSED
+        from scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch import ROBOTS_PARSED
 
         crawler.signals.connect(cls.record, signal=ROBOTS_PARSED)
         return cls()
@@ -363,7 +367,7 @@ async def test_the_close_report_names_each_site_its_drops_rules_and_delay(site, 
 
 
 def test_the_close_report_says_how_many_more_rules_dropped_requests():
-    from scrapy_rfc9309._robots_report import TOP_RULES, RobotsReport
+    from scrapy_rfc9309.downloadermiddlewares.robotstxt._report import TOP_RULES, RobotsReport
 
     report = RobotsReport()
     for line in range(2, 8):  # 6 rules, rule on line n dropping n requests: 27 in all
@@ -380,7 +384,7 @@ def test_the_close_report_says_how_many_more_rules_dropped_requests():
 
 
 def test_the_close_report_names_the_top_sites_and_sums_the_rest():
-    from scrapy_rfc9309._robots_report import TOP_SITES, RobotsReport
+    from scrapy_rfc9309.downloadermiddlewares.robotstxt._report import TOP_SITES, RobotsReport
 
     report = RobotsReport()
     for number in range(TOP_SITES + 5):

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
-from ._fleet_health import fleet_health
-from ._robots import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
-from .fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
-from .robots import FetchOutcome, RobotsEntry
+from ..._fleet_health import fleet_health
+from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
+from ...robots import FetchOutcome, RobotsEntry
+from ._fetch import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -30,17 +30,17 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
-from ._settings import SettingError
-from .backoff import parse_retry_after
-from .robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
-from .robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
+from ..._settings import SettingError
+from ...backoff import parse_retry_after
+from ...robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
+from ...robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
-    from ._settings import RobotsSettings
+    from ..._settings import RobotsSettings
 
 logger = logging.getLogger(__name__)
 

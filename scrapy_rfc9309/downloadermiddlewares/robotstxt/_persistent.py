@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Protocol
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
-from ._robots import Fetched, Revalidation, entry_for, parse_body
-from .robots import FetchOutcome, RobotsEntry
-from .robots._stored import StoredRobots, StoreError
+from ...robots import FetchOutcome, RobotsEntry
+from ...robots._stored import StoredRobots, StoreError
+from ._fetch import Fetched, Revalidation, entry_for, parse_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ._settings import RobotsSettings
+    from ..._settings import RobotsSettings
 
 logger = logging.getLogger(__name__)
 

@@ -26,19 +26,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from .._persistent_robots import PersistentRobotsFetcher
-from .._robots import (
-    META_DELAY,
-    META_PREFERENCES,
-    META_ROBOTS,
-    ROBOTS_PARSED,
-    RobotsFetcher,
-    authority_of,
-    crawler_token,
-    has_robots_txt,
-)
-from .._robots_report import RobotsReport
-from .._settings import (
+from ..._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
     configured_token,
@@ -49,12 +37,24 @@ from .._settings import (
     token_mistakes,
     with_defaults,
 )
-from .._shared_robots import SharedRobotsFetcher
-from ..robotparser import RobotParser
-from ..robots import FetchOutcome, RobotsEntry
-from ..robots._decoding import content_codings, decode_bounded
-from ..robots._preferences import NO_PREFERENCES, parse_preference
-from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore
+from ...robotparser import RobotParser
+from ...robots import FetchOutcome, RobotsEntry
+from ...robots._decoding import content_codings, decode_bounded
+from ...robots._preferences import NO_PREFERENCES, parse_preference
+from ...robots._stored import RedisRobotsStore, SQLiteRobotsStore
+from ._fetch import (
+    META_DELAY,
+    META_PREFERENCES,
+    META_ROBOTS,
+    ROBOTS_PARSED,
+    RobotsFetcher,
+    authority_of,
+    crawler_token,
+    has_robots_txt,
+)
+from ._fleet import SharedRobotsFetcher
+from ._persistent import PersistentRobotsFetcher
+from ._report import RobotsReport
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
