@@ -35,8 +35,8 @@ from scrapy.crawler import Crawler
 from scrapy.pqueues import DownloaderAwarePriorityQueue
 from twisted.internet import reactor
 
-from ._hostclock import host_clock
-from .extensions import _slots
+from .extensions.crawldelay import _slots
+from .extensions.crawldelay._hostclock import host_clock
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

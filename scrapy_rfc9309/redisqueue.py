@@ -13,7 +13,7 @@ only of a host that is ready for the whole fleet:
   no process knows yet (its robots.txt not read) is held the same way;
 * a host known to have no floor stays ready: its requests are handed out in turns
   with the other ready hosts;
-* a host that asked to slow down (see :mod:`.extensions._backoff`) is not ready
+* a host that asked to slow down (see :mod:`.extensions.crawldelay._backoff`) is not ready
   before its hold ends, and is floored while it backs off;
 * a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
   process killed mid-request holds its hosts no longer).
@@ -32,9 +32,9 @@ from scrapy import signals
 from scrapy.core.downloader import Downloader
 from twisted.internet import reactor
 
-from ._hostclock import host_clock
 from .downloadermiddlewares.robotstxt._fetch import META_ROBOTS
-from .extensions import _slots
+from .extensions.crawldelay import _slots
+from .extensions.crawldelay._hostclock import host_clock
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

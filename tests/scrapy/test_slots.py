@@ -5,8 +5,8 @@ site sees are measured in ``test_crawldelay.py``.)"""
 from scrapy import Request
 from scrapy.core.downloader import Slot
 
-from scrapy_rfc9309.extensions import _slots
-from scrapy_rfc9309.extensions._lastseen import LastSeen
+from scrapy_rfc9309.extensions.crawldelay import _slots
+from scrapy_rfc9309.extensions.crawldelay._lastseen import LastSeen
 
 DRAWS = 10_000
 
@@ -120,7 +120,7 @@ def test_the_end_of_a_request_moves_the_slot_clock_forward():
 
 
 def test_a_request_started_before_its_slot_was_gated_holds_the_next_until_it_ends():
-    from scrapy_rfc9309.extensions._gate import EndToStartGate
+    from scrapy_rfc9309.extensions.crawldelay._gate import EndToStartGate
 
     gate = EndToStartGate(lambda key: 1.0, None)
     slot = Slot(8, 0.0, 0)

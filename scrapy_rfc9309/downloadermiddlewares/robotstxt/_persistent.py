@@ -1,7 +1,7 @@
 """robots.txt kept across restarts, for the robots middleware (``RFC9309_PERSISTENT_CACHE``).
 
 :class:`PersistentRobotsFetcher` has :class:`~._robots.RobotsFetcher`'s ``fetch()``:
-it first reads the stored result of the authority (see :mod:`.robots._stored`): a
+it first reads the stored result of the authority (see :mod:`scrapy_rfc9309.robots._stored`): a
 fresh one is used without a request; an expired good copy is refreshed with a
 conditional request (a 304 renews it, body unchanged) and is the last good copy
 while the site is unreachable.  What a fetch gives is stored again, except an

@@ -1,5 +1,5 @@
 """When each download slot may next start a request, as the Crawl-delay throttle
-knows it, for the scheduler's queue (:mod:`.pqueues`): the two share one
+knows it, for the scheduler's queue (:mod:`scrapy_rfc9309.pqueues`): the two share one
 :class:`HostClock` per crawler and never import each other."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Fleet-wide spacing for the Crawl-delay throttle: a floored slot starts a request
 only once the fleet's Redis (``FLEET_REDIS_URL``) holds the host for it, and lets it
-go when the request ends (see :mod:`..fleet.spacing`: end to start, across processes).
+go when the request ends (see :mod:`scrapy_rfc9309.fleet.spacing`: end to start, across processes).
 
 The gate is asked only when the slot's own floor has passed and nothing of its own is
 on the wire; it then asks Redis (one call), and the request waits in the slot's queue
 meanwhile, holding no download.  If Redis fails, the gate admits at once: the process
-keeps its own floor, no less polite than a lone process (see :mod:`.._fleet_health`).
+keeps its own floor, no less polite than a lone process (see :mod:`scrapy_rfc9309._fleet_health`).
 
 A host that asked to slow down is held in Redis too (:meth:`FleetGates.hold`): the
 gate of every process waits for it, and :meth:`FleetGates.holds` tells the throttle
@@ -19,8 +19,8 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from .._fleet_health import fleet_health
-from ..fleet.spacing import FleetSpacing, SpacingError
+from ..._fleet_health import fleet_health
+from ...fleet.spacing import FleetSpacing, SpacingError
 from . import _slots
 
 if TYPE_CHECKING:

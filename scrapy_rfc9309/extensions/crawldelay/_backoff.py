@@ -1,5 +1,5 @@
 """Backing off, for the Crawl-delay throttle: a response with a "slow down" status
-(``BACKOFF_HTTP_CODES``) holds its host (see :mod:`..backoff` for how long).
+(``BACKOFF_HTTP_CODES``) holds its host (see :mod:`scrapy_rfc9309.backoff` for how long).
 
 The hold is kept where every request to the host must pass, whatever sent it (the
 scheduler, Scrapy's ``RetryMiddleware``, the robots middleware's refetch): the
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..backoff import HostBackoff, parse_retry_after
+from ...backoff import HostBackoff, parse_retry_after
 from . import _slots
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from .._settings import BackoffSettings
+    from ..._settings import BackoffSettings
     from ._fleet import FleetGates
 
 logger = logging.getLogger(__name__)

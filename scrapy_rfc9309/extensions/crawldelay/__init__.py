@@ -13,7 +13,7 @@ from it completed, whatever the jitter or AutoThrottle do to the slot's own dela
 (see :mod:`._slots`), for requests already queued when a robots.txt arrives, and for
 a slot that Scrapy collected while idle and made again.  With ``FLEET_REDIS_URL``,
 the same holds across the fleet's processes (see :mod:`._fleet`).  The scheduler's
-queue (:mod:`..pqueues`) releases a request only when its host is ready, so that
+queue (:mod:`scrapy_rfc9309.pqueues`) releases a request only when its host is ready, so that
 requests seldom wait in the downloader.
 """
 
@@ -29,9 +29,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
-from .._budget import load_policy
-from .._hostclock import host_clock
-from .._settings import (
+from ..._budget import load_policy
+from ..._settings import (
     CRAWLDELAY_DEFAULTS,
     BackoffSettings,
     SettingError,
@@ -42,17 +41,18 @@ from .._settings import (
     report_configuration_errors_in_one_line,
     with_defaults,
 )
-from ..downloadermiddlewares.robotstxt._fetch import (
+from ...downloadermiddlewares.robotstxt._fetch import (
     META_ROBOTS,
     ROBOTS_PARSED,
     authority_of,
     crawler_token,
 )
-from ..robotparser import RobotParser
+from ...robotparser import RobotParser
 from . import _slots
 from ._backoff import Backoff
 from ._fleet import FleetGates
 from ._gate import EndToStartGate
+from ._hostclock import host_clock
 from ._lastseen import LastSeen
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser as ScrapyRobotParser
     from typing_extensions import Self
 
-    from ..budget.policy import BudgetPolicy
+    from ...budget.policy import BudgetPolicy
 
 logger = logging.getLogger(__name__)
 
