@@ -15,8 +15,8 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.project import data_path
 
+from ._redis import address_from_url
 from .budget.policy import PolicyError
-from .budget.resp import address_from_url
 from .robots import DEFAULT_MAX_BYTES, AccessPolicy, is_rfc_token, product_token
 from .robots._access import MAX_CACHE_TTL
 from .robots._parser import path_of

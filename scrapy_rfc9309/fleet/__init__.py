@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..budget.resp import PipelinedRedis, address_from_url
+from .._redis import PipelinedRedis, address_from_url
 
 
 def fleet_client(url: str, timeout: float) -> PipelinedRedis:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..budget.resp import RedisReplyError
+from .._redis import RedisReplyError
 from . import fleet_client
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from scrapy_rfc9309.budget.resp import address_from_url
+from scrapy_rfc9309._redis import address_from_url
 from scrapy_rfc9309.budget.storage import RedisStorage
 
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 import pytest_twisted
 
-from scrapy_rfc9309.budget.resp import (
+from scrapy_rfc9309._redis import (
     _INCOMPLETE,
     PipelinedRedis,
     RedisAddress,

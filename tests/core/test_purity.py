@@ -11,11 +11,14 @@ PACKAGE = Path(scrapy_rfc9309.__file__).parent
 #: Every module of the pure core, subpackages included: the robots.txt model, the
 #: budget core and its storages, and the fleet's Redis protocols.
 CORE_MODULES = [
-    module.name
-    for package in ("robots", "budget", "fleet", "backoff")
-    for module in pkgutil.walk_packages(
-        [str(PACKAGE / package)], prefix=f"scrapy_rfc9309.{package}."
-    )
+    "scrapy_rfc9309._redis",  # the RESP client of the budgets and the fleet
+    *(
+        module.name
+        for package in ("robots", "budget", "fleet", "backoff")
+        for module in pkgutil.walk_packages(
+            [str(PACKAGE / package)], prefix=f"scrapy_rfc9309.{package}."
+        )
+    ),
 ]
 
 

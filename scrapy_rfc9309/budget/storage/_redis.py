@@ -7,7 +7,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..resp import PipelinedRedis, RedisConnectionError, RedisReplyError, address_from_url
+from ..._redis import PipelinedRedis, RedisConnectionError, RedisReplyError, address_from_url
 from ._base import BudgetStorage, Reservation, StorageError, Usage
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ class RedisStorage(BudgetStorage):
     reservation is one Lua script (one round trip).  Keys expire after ``ttl_days``.
 
     The plain methods use redis-py.  The ``*_async`` methods use
-    :class:`~scrapy_rfc9309.budget.resp.PipelinedRedis`, one pipelined connection
+    :class:`~scrapy_rfc9309._redis.PipelinedRedis`, one pipelined connection
     bound to the event loop that first uses it; when the URL carries options that
     client does not know (anything but host, port, db, user, password, TLS with the
     default certificate checks, a Unix socket and timeouts), they run the redis-py

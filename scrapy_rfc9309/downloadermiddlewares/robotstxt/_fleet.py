@@ -5,7 +5,7 @@ first reads the fleet's copy in Redis; without one, the process that takes the l
 fetches and publishes, and the others wait for its copy (for at most the fetch's
 timeout and a margin: the lock expires then, so a process killed mid-fetch blocks
 nobody for longer).  If Redis fails, the process fetches by itself, as a lone
-process would (see :mod:`._fleet_health`).
+process would (see :mod:`scrapy_rfc9309.fleet.health`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
-from ..._fleet_health import fleet_health
+from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from ...robots import FetchOutcome, RobotsEntry
 from ._fetch import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body

@@ -5,7 +5,7 @@ go when the request ends (see :mod:`scrapy_rfc9309.fleet.spacing`: end to start,
 The gate is asked only when the slot's own floor has passed and nothing of its own is
 on the wire; it then asks Redis (one call), and the request waits in the slot's queue
 meanwhile, holding no download.  If Redis fails, the gate admits at once: the process
-keeps its own floor, no less polite than a lone process (see :mod:`scrapy_rfc9309._fleet_health`).
+keeps its own floor, no less polite than a lone process (see :mod:`scrapy_rfc9309.fleet.health`).
 
 A host that asked to slow down is held in Redis too (:meth:`FleetGates.hold`): the
 gate of every process waits for it, and :meth:`FleetGates.holds` tells the throttle
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from ..._fleet_health import fleet_health
+from ...fleet.health import fleet_health
 from ...fleet.spacing import FleetSpacing, SpacingError
 from . import _slots
 
