@@ -17,10 +17,15 @@ from scrapy.utils.project import data_path
 
 from ._redis import address_from_url
 from .budget.policy import PolicyError
-from .robots import DEFAULT_MAX_BYTES, AccessPolicy, is_rfc_token, product_token
-from .robots._access import MAX_CACHE_TTL
-from .robots._parser import path_of
-from .robots._pattern import Pattern
+from .robots import (
+    DEFAULT_MAX_BYTES,
+    MAX_CACHE_TTL,
+    AccessPolicy,
+    Pattern,
+    is_rfc_token,
+    path_of,
+    product_token,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

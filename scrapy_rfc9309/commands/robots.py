@@ -34,9 +34,17 @@ from .._settings import (
     with_defaults,
 )
 from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_body
-from ..robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
-from ..robots._lexer import decode, split_lines
-from ..robots._stored import RedisRobotsStore, SQLiteRobotsStore, StoreError
+from ..robots import (
+    FetchOutcome,
+    RedisRobotsStore,
+    RobotsEntry,
+    RobotsTxt,
+    SQLiteRobotsStore,
+    StoreError,
+    decode,
+    product_token,
+    split_lines,
+)
 
 ALLOWED, DISALLOWED, ERROR = 0, 1, 2
 

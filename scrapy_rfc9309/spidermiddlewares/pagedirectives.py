@@ -27,7 +27,7 @@ from .._settings import (
     report_configuration_errors_in_one_line,
     with_defaults,
 )
-from ..robots._pagedirectives import page_directives
+from ..robots import page_directives
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -1,6 +1,7 @@
 """The core is pure Python: importing it pulls in neither Scrapy nor Twisted."""
 
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,19 @@ def test_importing_the_package_changes_no_logging():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_scrapy_side_uses_only_the_cores_public_modules():
+    """Outside robots/, budget/, fleet/ and backoff/, no module imports a private
+    module of theirs (one whose name starts with "_"): each package's API is its
+    public modules, robots/'s its __init__."""
+    core = ("robots", "budget", "fleet", "backoff")
+    private = re.compile(r"from \.+(?:" + "|".join(core) + r")(?:\.[a-z]\w*)*\._\w+ import")
+    offenders = [
+        f"{path.relative_to(PACKAGE)}: {line.strip()}"
+        for path in PACKAGE.rglob("*.py")
+        if path.relative_to(PACKAGE).parts[0] not in core
+        for line in path.read_text().splitlines()
+        if private.search(line)
+    ]
+    assert offenders == []

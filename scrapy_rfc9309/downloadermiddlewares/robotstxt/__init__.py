@@ -38,10 +38,16 @@ from ..._settings import (
     with_defaults,
 )
 from ...robotparser import RobotParser
-from ...robots import FetchOutcome, RobotsEntry
-from ...robots._decoding import content_codings, decode_bounded
-from ...robots._preferences import NO_PREFERENCES, parse_preference
-from ...robots._stored import RedisRobotsStore, SQLiteRobotsStore
+from ...robots import (
+    NO_PREFERENCES,
+    FetchOutcome,
+    RedisRobotsStore,
+    RobotsEntry,
+    SQLiteRobotsStore,
+    content_codings,
+    decode_bounded,
+    parse_preference,
+)
 from ._fetch import (
     META_DELAY,
     META_PREFERENCES,

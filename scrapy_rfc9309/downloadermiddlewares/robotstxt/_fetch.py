@@ -32,8 +32,15 @@ from w3lib.url import safe_url_string
 
 from ..._settings import SettingError
 from ...backoff import parse_retry_after
-from ...robots import FetchOutcome, RobotsEntry, RobotsTxt, product_token
-from ...robots._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
+from ...robots import (
+    FETCHABLE_SCHEMES,
+    FetchOutcome,
+    FetchPlan,
+    RobotsEntry,
+    RobotsTxt,
+    is_redirect,
+    product_token,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
-from ...robots import FetchOutcome, RobotsEntry
-from ...robots._stored import StoredRobots, StoreError
+from ...robots import FetchOutcome, RobotsEntry, StoredRobots, StoreError
 from ._fetch import Fetched, Revalidation, entry_for, parse_body
 
 if TYPE_CHECKING:
