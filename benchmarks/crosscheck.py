@@ -23,7 +23,11 @@ from protego import Protego
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "robots-corpus"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the tests' reference lexer, run as a script too
+from tests.core import reference_lexer  # noqa: E402
+
+CORPUS = ROOT / "tests" / "data" / "robots-corpus"
 CRAWLERS = ("MyCrawler", "Googlebot", "GPTBot")
 
 
@@ -54,22 +58,22 @@ def split_groups_at_other_records(text: str) -> RobotsTxt:
     """Our parser, but a user-agent line after any other record starts a new group
     (what Protego does)."""
 
-    def records() -> Iterator[lexer.Record]:
+    def records() -> Iterator[reference_lexer.Record]:
         after_user_agent = False
-        for record in lexer.records(text):
+        for record in reference_lexer.records(text):
             if record.directive == lexer.USER_AGENT:
                 after_user_agent = True
             elif after_user_agent and record.directive not in (lexer.ALLOW, lexer.DISALLOW):
                 yield record
                 # An empty Disallow is no rule, but ends the run of user-agent lines.
-                yield lexer.Record(record.line, lexer.DISALLOW, "disallow", "")
+                yield reference_lexer.Record(record.line, lexer.DISALLOW, "disallow", "")
                 after_user_agent = False
                 continue
             else:
                 after_user_agent = False
             yield record
 
-    return RobotsTxt.from_records(records())
+    return reference_lexer.from_records(records())
 
 
 # Each reason: (label, does it explain this disagreement?).

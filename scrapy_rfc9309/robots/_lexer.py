@@ -1,16 +1,9 @@
-"""Split a robots.txt body into records (RFC 9309 §2.2).
-
-The lexer knows nothing about groups or matching: it turns bytes into a stream
-of :class:`Record` events (line number, directive, value), which
-``RobotsTxt.from_records`` builds a model from.  ``RobotsTxt.parse`` splits lines
-into records the same way, inline, for speed (a property test holds the two equal).
+"""The lexical side of robots.txt (RFC 9309 §2.2): the directive names, truncation,
+decoding and line splitting.  ``RobotsTxt.parse`` reads the records of the lines
+itself, inline (a reference lexer in the tests holds it to the grammar).
 """
 
 from __future__ import annotations
-
-import functools
-from collections.abc import Iterator
-from typing import NamedTuple
 
 #: RFC 9309 §2.5: a crawler must parse at least the first 500 KiB.
 DEFAULT_MAX_BYTES = 512_000
@@ -61,26 +54,6 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 WHITESPACE = " \t\v\f"
 
 
-class Record(NamedTuple):
-    """One ``key: value`` line of a robots.txt file.
-
-    ``directive`` is one of the module's directive constants (``UNKNOWN`` for a
-    key it does not know); ``key`` is the key as written, lower-cased;
-    ``lenient`` is true when the line was only understood thanks to lenient
-    parsing (a typo in the key or a missing colon).
-    """
-
-    line: int
-    directive: str
-    key: str
-    value: str
-    lenient: bool = False
-
-
-# NamedTuple's generated __new__ is Python code; one record per line makes it count.
-_new_record = functools.partial(tuple.__new__, Record)
-
-
 def truncate(body: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, bool]:
     """Return the part of *body* to parse and whether anything was cut.
 
@@ -118,32 +91,3 @@ def split_lines(text: str) -> list[str]:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.split("\n")
-
-
-def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
-    """Yield the records of *body* in file order, skipping blank and comment lines.
-
-    The caller truncates (see :func:`truncate`); this function reads all it is given.
-    """
-    keys = LENIENT_KEYS if lenient else STANDARD_KEYS
-    for number, line in enumerate(split_lines(decode(body)), 1):
-        hash_at = line.find("#")
-        if hash_at >= 0:
-            line = line[:hash_at]
-        key, colon, value = line.partition(":")
-        if not colon:
-            line = line.strip(WHITESPACE)
-            if not line or not lenient:
-                continue
-            # LENIENT (not RFC 9309): Google accepts whitespace instead of the
-            # colon when the line is exactly two words ("Disallow /x").
-            words = line.split()
-            if len(words) != 2:
-                continue
-            key, value = words
-        key = key.strip(WHITESPACE).lower()
-        if not key:
-            continue
-        directive = keys.get(key, UNKNOWN)
-        lenient_only = directive is not UNKNOWN and (not colon or key in TYPO_KEYS)
-        yield _new_record((number, directive, key, value.strip(WHITESPACE), lenient_only))

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import _lexer as lexer
-from ._lexer import Record
 from ._pattern import (
     CONTAINS,
     EXACT,
@@ -430,13 +429,6 @@ class _Builder:
         #: An Allow/Disallow line was seen: a user-agent line starts a group (§2.1).
         self.in_rules = False
 
-    def rule(self, allow: bool, value: str, line: int) -> None:
-        if self.current is None:
-            return  # before the first user-agent line: no group (§2.2.2)
-        self.in_rules = True
-        if value:  # an empty pattern is no rule
-            self.current.rules.append(_new_rule((allow, value, line)))
-
     def user_agent(self, line: int, value: str) -> None:
         if self.current is None or self.in_rules:
             self.current, self.agents, self.in_rules = Group([], line), set(), False
@@ -493,10 +485,10 @@ _AS_WRITTEN = {
 
 
 def _parse_lines(lines: list[str], lenient: bool, truncated: bool = False) -> RobotsTxt:
-    """``RobotsTxt.from_records(lexer.records(...))`` of a file's lines, lexed here
-    line by line as :func:`.lexer.records` does, rules added inline: a record object
-    and a generator step per line were half of a parse's time.  A property test
-    holds the two ways equal."""
+    """The model of a file's lines, lexed here line by line, rules added inline: a
+    record object and a generator step per line were half of a parse's time
+    (``bench_core.py``'s parse figures).  A property test holds it equal to the
+    reference lexer of the tests (``tests/core/reference_lexer.py``)."""
     keys = lexer.LENIENT_KEYS if lenient else lexer.STANDARD_KEYS
     typos, ws, as_written = lexer.TYPO_KEYS, lexer.WHITESPACE, _AS_WRITTEN
     allow, rule_directives, user_agent = (
@@ -514,7 +506,7 @@ def _parse_lines(lines: list[str], lenient: bool, truncated: bool = False) -> Ro
         if not colon:
             if not lenient:
                 continue
-            words = line.split()  # LENIENT: "Disallow /x" (see lexer.records)
+            words = line.split()  # LENIENT: Google takes "Disallow /x" (two words)
             if len(words) != 2:
                 continue
             key, value = words
@@ -622,24 +614,6 @@ class RobotsTxt:
         raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
         raw, truncated = lexer.truncate(raw, max_bytes)
         return _parse_lines(lexer.split_lines(lexer.decode(raw)), lenient, truncated)
-
-    @classmethod
-    def from_records(cls, records: Iterable[Record], *, truncated: bool = False) -> RobotsTxt:
-        """Build the model from a record stream (see :func:`.lexer.records`).
-
-        Linear in the number of records, whatever they repeat.
-        """
-        builder = _Builder()
-        lenient_lines = 0
-        for line, directive, _key, value, lenient in records:
-            lenient_lines += lenient
-            if directive == lexer.DISALLOW or directive == lexer.ALLOW:
-                builder.rule(directive == lexer.ALLOW, value, line)
-            elif directive == lexer.USER_AGENT:
-                builder.user_agent(line, value)
-            else:
-                builder.other(directive, line, value)
-        return builder.build(truncated, lenient_lines)
 
     def memory_estimate(self) -> int:
         """An upper estimate of the bytes this object holds once a crawler has

