@@ -10,7 +10,10 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .._budget import (
+from .._settings import SettingError
+from ..budget.policy import PolicyError, day_of, zone
+from ..budget.storage import SQLiteStorage, StorageError
+from ..downloadermiddlewares.budget._setup import (
     budget_settings,
     build_storage,
     describe_store,
@@ -18,9 +21,6 @@ from .._budget import (
     storage_class,
     unix_time,
 )
-from .._settings import SettingError
-from ..budget.policy import PolicyError, day_of, zone
-from ..budget.storage import SQLiteStorage, StorageError
 
 
 class Command(ScrapyCommand):

@@ -220,7 +220,7 @@ def test_absurd_inline_numbers_are_refused(field, value):
 def test_a_relative_policy_file_is_the_projects_from_any_directory(tmp_path, monkeypatch):
     from scrapy.settings import Settings
 
-    from scrapy_rfc9309._budget import load_policy
+    from scrapy_rfc9309.downloadermiddlewares.budget._setup import load_policy
 
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = demo.settings\n")
     (tmp_path / "config").mkdir()

@@ -29,7 +29,6 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
-from ..._budget import load_policy
 from ..._settings import (
     CRAWLDELAY_DEFAULTS,
     BackoffSettings,
@@ -41,6 +40,7 @@ from ..._settings import (
     report_configuration_errors_in_one_line,
     with_defaults,
 )
+from ...downloadermiddlewares.budget._setup import load_policy
 from ...downloadermiddlewares.robotstxt._fetch import (
     META_ROBOTS,
     ROBOTS_PARSED,

@@ -13,14 +13,14 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from ._settings import BUDGET_DEFAULTS, SettingError, redacted_url, with_defaults
-from .budget.policy import BudgetPolicy, PolicyError
-from .budget.storage import MemoryStorage, RedisStorage, SQLiteStorage, StorageError
+from ..._settings import BUDGET_DEFAULTS, SettingError, redacted_url, with_defaults
+from ...budget.policy import BudgetPolicy, PolicyError
+from ...budget.storage import MemoryStorage, RedisStorage, SQLiteStorage, StorageError
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-    from .budget.storage import BudgetStorage
+    from ...budget.storage import BudgetStorage
 
 
 def unix_time() -> float:

@@ -21,7 +21,11 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
-from .._budget import (
+from ..._settings import SettingError, choice, flag, report_configuration_errors_in_one_line
+from ...budget.policy import DomainLimits, day_of, zone
+from ...budget.storage import Reservation, StorageError
+from ..robotstxt._fetch import META_ROBOTS
+from ._setup import (
     budget_settings,
     build_storage,
     describe_policy,
@@ -29,10 +33,6 @@ from .._budget import (
     load_policy,
     unix_time,
 )
-from .._settings import SettingError, choice, flag, report_configuration_errors_in_one_line
-from ..budget.policy import DomainLimits, day_of, zone
-from ..budget.storage import Reservation, StorageError
-from .robotstxt._fetch import META_ROBOTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
