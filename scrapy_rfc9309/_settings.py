@@ -197,6 +197,75 @@ def _content_uses(value: Any) -> tuple[str, ...]:
     return tuple(use.strip() for use in uses if use.strip())
 
 
+def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
+    """The delay new slots get from the settings (``DOWNLOAD_DELAY``), and the slots
+    that ``DOWNLOAD_SLOTS`` gives another one."""
+    per_slot = {
+        key: float(options["delay"])
+        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
+        if "delay" in options
+    }
+    return settings.getfloat("DOWNLOAD_DELAY"), per_slot
+
+
+def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:
+    """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
+    slots that ``DOWNLOAD_SLOTS`` gives another one."""
+    per_slot = {
+        key: int(options["concurrency"])
+        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
+        if "concurrency" in options
+    }
+    return settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"), per_slot
+
+
+#: A fleet's hold on a host outlives the request's download timeout by this much
+#: (seconds): a process killed mid-request holds its hosts no longer.
+LEASE_MARGIN = 5.0
+
+
+@dataclass(frozen=True)
+class CrawlDelaySettings:
+    """The Crawl-delay throttle's settings (``CRAWLDELAY_*``, ``BACKOFF_*``,
+    ``FLEET_REDIS_URL`` and the Scrapy settings it reads), validated."""
+
+    max_delay: float
+    max_waiting: int
+    fleet_url: str | None
+    #: The longest a fleet holds a host for one request (``DOWNLOAD_TIMEOUT`` + margin).
+    lease: float
+    backoff: BackoffSettings | None
+    default_delay: float
+    slot_delays: dict[str, float]
+    user_agent: str | None
+    default_user_agent: str
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> CrawlDelaySettings | None:
+        """The settings, or ``None`` when ``CRAWLDELAY_ENABLED`` is off."""
+        settings = with_defaults(settings, CRAWLDELAY_DEFAULTS)
+        if not flag(settings, "CRAWLDELAY_ENABLED"):
+            return None
+        max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
+        if not max_delay:
+            raise SettingError(
+                "CRAWLDELAY_MAX_DELAY must be more than 0 (it caps the Crawl-delay obeyed, "
+                "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
+            )
+        default_delay, slot_delays = configured_delays(settings)
+        return cls(
+            max_delay=max_delay,
+            max_waiting=int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9)),
+            fleet_url=fleet_url(settings),
+            lease=settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN,
+            backoff=BackoffSettings.from_settings(settings),
+            default_delay=default_delay,
+            slot_delays=slot_delays,
+            user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
+            default_user_agent=settings.get("USER_AGENT") or "",
+        )
+
+
 @dataclass(frozen=True)
 class BackoffSettings:
     """Backing off when a site says so (``BACKOFF_*``), validated."""

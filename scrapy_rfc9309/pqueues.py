@@ -35,6 +35,7 @@ from scrapy.crawler import Crawler
 from scrapy.pqueues import DownloaderAwarePriorityQueue
 from twisted.internet import reactor
 
+from ._settings import configured_concurrency
 from .extensions.crawldelay import _slots
 from .extensions.crawldelay._hostclock import host_clock
 
@@ -121,7 +122,7 @@ class HostReadyPriorityQueue(DownloaderAwarePriorityQueue):
         if released is None:
             released = _RELEASED[crawler] = _Released(crawler)
         self._released = released
-        concurrency, self._slot_concurrency = _slots.configured_concurrency(crawler.settings)
+        concurrency, self._slot_concurrency = configured_concurrency(crawler.settings)
         self._concurrency = concurrency or 1
         self._order = itertools.count()
         self._heap: list[tuple[float, int, str]] = []  # (ready at, order, slot key)

@@ -32,6 +32,7 @@ from scrapy import signals
 from scrapy.core.downloader import Downloader
 from twisted.internet import reactor
 
+from ._settings import LEASE_MARGIN
 from .downloadermiddlewares.robotstxt._fetch import META_ROBOTS
 from .extensions.crawldelay import _slots
 from .extensions.crawldelay._hostclock import host_clock
@@ -104,8 +105,6 @@ return 1
 """
 )
 
-#: A hold outlives the request's download timeout by this much (seconds).
-LEASE_MARGIN = 5.0
 #: When no host is ready, the engine looks again after at most this long (seconds):
 #: other processes may push requests for ready hosts meanwhile.
 MAX_WAKE = 1.0

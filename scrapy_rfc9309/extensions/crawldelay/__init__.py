@@ -30,15 +30,10 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from ..._settings import (
-    CRAWLDELAY_DEFAULTS,
-    BackoffSettings,
+    CrawlDelaySettings,
     SettingError,
-    flag,
-    fleet_url,
-    number,
     redacted_url,
     report_configuration_errors_in_one_line,
-    with_defaults,
 )
 from ...downloadermiddlewares.budget._setup import load_policy
 from ...downloadermiddlewares.robotstxt._fetch import (
@@ -66,15 +61,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-#: A fleet's hold on a host outlives the request's download timeout by this much.
-LEASE_MARGIN = 5.0
-
-
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
         report_configuration_errors_in_one_line()
-        settings = with_defaults(crawler.settings, CRAWLDELAY_DEFAULTS)
-        if not flag(settings, "CRAWLDELAY_ENABLED"):
+        config = CrawlDelaySettings.from_settings(crawler.settings)
+        if config is None:
             raise NotConfigured
         try:
             _slots.check_slots()
@@ -82,29 +73,23 @@ class CrawlDelayThrottle:
             raise SettingError(f"CRAWLDELAY_ENABLED: {exc}") from exc
         self.crawler = crawler
         self.stats = crawler.stats
-        self.max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
-        if not self.max_delay:
-            raise SettingError(
-                "CRAWLDELAY_MAX_DELAY must be more than 0 (it caps the Crawl-delay obeyed, "
-                "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
-            )
-        fleet = fleet_url(settings)
-        lease = settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN
-        self._fleet = self._fleet_gates(crawler, fleet, lease)
-        backoff = BackoffSettings.from_settings(settings)
+        self.max_delay = config.max_delay
+        fleet = config.fleet_url
+        self._fleet = self._fleet_gates(crawler, fleet, config.lease)
+        backoff = config.backoff
         self._backoff = (
             Backoff(crawler, backoff, self._fleet, self._hold_ended) if backoff else None
         )
         self._gate = EndToStartGate(
             self.floor, self._fleet, self._backoff.held if self._backoff else None
         )
-        self.max_waiting = int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9))
+        self.max_waiting = config.max_waiting
         self.policy: BudgetPolicy | None = None
+        settings = crawler.settings
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
-        self._default_delay, self._slot_delays = _slots.configured_delays(settings)
-        self._user_agent: str | None = settings.get("ROBOTSTXT_USER_AGENT") or None
-        self._default_user_agent: str = settings.get("USER_AGENT") or ""
+        self._default_delay, self._slot_delays = config.default_delay, config.slot_delays
+        self._user_agent, self._default_user_agent = config.user_agent, config.default_user_agent
         # Only non-zero delays are kept: a broad crawl of polite sites stores nothing.
         self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
         self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay

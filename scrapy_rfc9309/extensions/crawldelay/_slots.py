@@ -48,7 +48,6 @@ from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
 
 
 class SeamError(RuntimeError):
@@ -80,28 +79,6 @@ def slot(crawler: Crawler, key: str) -> Slot | None:
     """The live slot of *key*, if the downloader has one (idle slots are collected)."""
     engine = crawler.engine
     return engine.downloader.slots.get(key) if engine is not None else None
-
-
-def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
-    """The delay new slots get from the settings (``DOWNLOAD_DELAY``), and the slots
-    that ``DOWNLOAD_SLOTS`` gives another one."""
-    per_slot = {
-        key: float(options["delay"])
-        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
-        if "delay" in options
-    }
-    return settings.getfloat("DOWNLOAD_DELAY"), per_slot
-
-
-def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:
-    """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
-    slots that ``DOWNLOAD_SLOTS`` gives another one."""
-    per_slot = {
-        key: int(options["concurrency"])
-        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
-        if "concurrency" in options
-    }
-    return settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"), per_slot
 
 
 # -- floored slots -----------------------------------------------------------
