@@ -128,7 +128,16 @@ def parse_request_rate(value: str) -> tuple[int, float] | None:
 
 
 # A rule ready for matching: (kind, literal, start or matcher, verdict), see .pattern.
+# A plain tuple: decide() unpacks thousands of them per check.
 _Candidate = tuple[int, str, Any, Verdict]
+
+
+def _decision_key(length: int, allow: bool, line: int) -> tuple[int, bool, int]:
+    """The order in which rules decide (§2.2.2), smallest first: the longest pattern,
+    ``Allow`` on a tie, then the earliest line.  Both the first check and the
+    compiled :class:`RuleSet` use it."""
+    return (-length, not allow, line)
+
 
 #: A trie node with at most this many candidate rules is not split further.
 _LEAF_SIZE = 16
@@ -180,7 +189,7 @@ class RuleSet:
     __slots__ = ("_candidates", "_root")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        compiled = []
+        compiled: list[tuple[int, bool, int, str, str, _Candidate]] = []
         written: set[tuple[bool, str]] = set()
         for rule in rules:
             if (rule.allow, rule.pattern) in written:
@@ -192,7 +201,8 @@ class RuleSet:
             arg = pattern.matcher if pattern.kind == WILDCARD else pattern.start
             verdict = _new_verdict((rule.allow, str(rule), rule.line))
             candidate = (pattern.kind, pattern.literal, arg, verdict)
-            # Sorts by (-length, Disallow after Allow, line); lines are unique.
+            # Its _decision_key first, written out: a named tuple or a nested key made
+            # compiling the corpus files' rules 10% slower (measured); lines are unique.
             compiled.append(
                 (
                     -pattern.length,
@@ -209,13 +219,13 @@ class RuleSet:
         # order always matches first.  Repeats are dropped, so 36,000 copies of one
         # rule cost what one does.
         seen: set[str] = set()
-        unique = []
-        for entry in compiled:
-            if entry[3] not in seen:
-                seen.add(entry[3])
-                unique.append(entry)
-        self._candidates = [entry[5] for entry in unique]
-        heads = [(position, entry[4]) for position, entry in enumerate(unique)]
+        self._candidates: list[_Candidate] = []
+        heads = []  # (position in decision order, literal start after "/")
+        for _length, _disallow, _line, text, head, candidate in compiled:
+            if text not in seen:
+                seen.add(text)
+                heads.append((len(self._candidates), head))
+                self._candidates.append(candidate)
         ended = self._cut([position for position, head in heads if not head])
         self._root = self._build([(p, h) for p, h in heads if h], 0, ended)
 
@@ -306,7 +316,7 @@ class RuleSet:
 
 def _first_check(rules: list[Rule], path: str) -> Verdict:
     """What :meth:`RuleSet.decide` answers for *path*, found by trying every rule:
-    the longest matching pattern, ``Allow`` on a tie, then the earliest line.
+    the first matching rule in :func:`_decision_key` order.
 
     Most rules are rejected on their literal pieces alone, without compiling them.
     """
@@ -331,8 +341,8 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
             if star < 0 and not raw.endswith("$"):  # a plain prefix
                 if not path.startswith(raw):
                     continue
-                rank = (len(raw), rule.allow, -rule.line)
-                if best is None or rank > best:
+                rank = _decision_key(len(raw), rule.allow, rule.line)
+                if best is None or rank < best:
                     best, deciding = rank, rule
                 continue  # decided on its text: never compiled
             if not path.startswith(raw[:star] if star >= 0 else raw[:-1]):
@@ -345,7 +355,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
             continue  # the same line again: only its first copy can decide
         compiled.add((rule.allow, raw))
         rank = _rank(rule, path, grams)
-        if rank is not None and (best is None or rank > best):
+        if rank is not None and (best is None or rank < best):
             best, deciding = rank, rule
     if deciding is None:
         return ALLOWED
@@ -360,7 +370,7 @@ def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, i
         and not grams.contains(pattern.literal)
     ):
         return None  # the pattern's literal piece is nowhere in the path
-    return (pattern.length, rule.allow, -rule.line) if pattern.matches(path) else None
+    return _decision_key(pattern.length, rule.allow, rule.line) if pattern.matches(path) else None
 
 
 #: A check whose candidate rules times the path's length exceeds this tests the
