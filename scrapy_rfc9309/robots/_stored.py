@@ -11,7 +11,7 @@ for how long it is fresh, and the validators for a conditional refresh (``ETag``
 * :class:`RedisRobotsStore`: the fleet's Redis, one key per authority.
 
 A record that does not read back as it was written (a body that does not match its
-digest, a body over the size limit, a row of another schema version, JSON that is
+digest, a body longer than the size limit allows, a row of another schema version, JSON that is
 not ours) is dropped: the caller fetches again.  A record is kept
 :data:`KEEP_FOR` after its fetch, for the stale-copy fallback.  Pure Python and
 asyncio: no Scrapy, no Twisted.
@@ -64,9 +64,11 @@ class StoredRobots:
 
 
 def _valid(record: StoredRobots, max_bytes: int) -> bool:
+    # A body is kept up to one byte past the limit: a parse of it then sees the cut
+    # (RFC 9309 §2.5), as the parse of the fetched one did.
     return (
         record.outcome in ("success", "unavailable")
-        and (record.body is None or len(record.body) <= max_bytes)
+        and (record.body is None or len(record.body) <= max_bytes + 1)
         and record.ttl >= 0
     )
 

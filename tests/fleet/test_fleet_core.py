@@ -157,7 +157,7 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
     async def scenario():
         await store.put("http://a.example", record)
         await store.put("http://b.example", record)
-        await store.put("http://c.example", StoredRobots("success", 200, b"x" * 1001, 1e9, 1.0))
+        await store.put("http://c.example", StoredRobots("success", 200, b"x" * 1002, 1e9, 1.0))
         server = redis.Redis.from_url(url)
         server.set("rfc9309:robots-kept:http://b.example", b'{"version": 1, "body"')
         read = [await store.get(f"http://{name}.example") for name in "abcd"]

@@ -224,3 +224,16 @@ async def test_a_fleet_keeps_robots_txt_in_its_redis_across_restarts(site, redis
     again = await crawl(urls, FLEET_REDIS_URL=url)
     assert site.paths() == ["/robots.txt", "/page", "/page"]
     assert again.stats.get_value("rfc9309/persistent_hit") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_over_the_size_limit_is_kept_as_it_was_read(site, tmp_path):
+    cache = str(tmp_path / "robots.sqlite")
+    filler = b"".join(b"Disallow: /filler/%d\n" % n for n in range(40_000))  # ~840 KB
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n" + filler)
+    urls = [f"{site.url}/page", f"{site.url}/private/x"]
+    await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=cache)
+    again = await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=cache)
+    assert site.count("/robots.txt") == 1  # read back, not refused as too large
+    assert again.stats.get_value("rfc9309/persistent_hit") == 1
+    assert again.stats.get_value("rfc9309/forbidden") == 1

@@ -113,10 +113,11 @@ class PersistentRobotsFetcher:
         entry = fetched.entry
         if self._failed or entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE):
             return
+        body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
         record = StoredRobots(
             outcome=entry.outcome.value,
             status=entry.status,
-            body=fetched.body if entry.outcome is FetchOutcome.SUCCESS else None,
+            body=body[: self.config.max_bytes + 1] if body is not None else None,
             fetched_at=wall_clock(),
             ttl=entry.expires_at - entry.fetched_at,
             etag=fetched.etag,
