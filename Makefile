@@ -56,13 +56,20 @@ test-newest:
 	$(NEWEST_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).
+# Every benchmark and the cross-check, their output written to docs/benchmark-results.md
+# (the file the docs link; commit it when it is refreshed). bench_budget and
+# bench_fleet need redis-server.
+BENCHMARKS := bench_core.py crosscheck.py bench_crawl.py bench_budget.py bench_hostile.py bench_fleet.py
+
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/bench_core.py
-	$(BIN)/python benchmarks/crosscheck.py
-	$(BIN)/python benchmarks/bench_crawl.py
-	$(BIN)/python benchmarks/bench_budget.py
-	$(BIN)/python benchmarks/bench_hostile.py
-	$(BIN)/python benchmarks/bench_fleet.py
+	{ echo "# Benchmark results"; echo; \
+	  echo "Printed by \`make bench\` on $$(date -u +%F), $$(nproc) cores, Python $$($(BIN)/python -c 'import platform; print(platform.python_version())')."; \
+	  for script in $(BENCHMARKS); do \
+	    echo; echo "## \`python benchmarks/$$script\`"; echo; echo '```'; \
+	    $(BIN)/python benchmarks/$$script || exit 1; \
+	    echo '```'; \
+	  done; } > docs/benchmark-results.md.tmp
+	mv docs/benchmark-results.md.tmp docs/benchmark-results.md
 
 lint: $(VENV)/.installed
 	$(BIN)/python -m pip install -q ruff==0.17.6 mypy==2.4.1 types-PyYAML==6.0.12.20261113
