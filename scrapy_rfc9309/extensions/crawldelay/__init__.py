@@ -187,7 +187,7 @@ class CrawlDelayThrottle:
             self._poll.start(self.POLL_INTERVAL, now=False)
         if self._fleet is not None and self._backoff is not None:
             self._holds_poll = LoopingCall(self._poll_fleet_holds)
-            self._holds_poll.start(self.HOLDS_POLL_INTERVAL)
+            self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
         self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
     def _stop(self, exc: _slots.SeamError) -> None:

@@ -118,17 +118,16 @@ class FleetGates:
 
     async def holds(self) -> list[tuple[str, float]]:
         """The slot keys the fleet holds now, each with the seconds left ([] if Redis
-        cannot say)."""
+        cannot say).  A failed read is only counted: the next one is half a second
+        away, and the process's gates keep asking Redis before each floored request
+        (a slow read at start-up must not make the process leave the fleet)."""
         if not self.health.usable():
             return []
         try:
-            held = await self.spacing.holds()
-        except SpacingError as exc:
-            if not self._closed:
-                self.health.failed(exc, "fleet/spacing_error")
+            return await self.spacing.holds()
+        except SpacingError:
+            self.stats.inc_value("fleet/holds_read_error")
             return []
-        self.health.answered()
-        return held
 
     def close(self) -> None:
         self._closed = True
