@@ -15,7 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Route:
     status: int = 200
     body: bytes | Callable[[], Iterable[bytes]] = b""
-    headers: dict[str, str] = field(default_factory=dict)
+    #: A value may be a function: called as the response is sent (a date, say).
+    headers: dict[str, str | Callable[[], str]] = field(default_factory=dict)
     delay: float = 0.0
 
 
@@ -65,7 +66,7 @@ class Site:
             def _respond(self, route: Route) -> None:
                 self.send_response(route.status)
                 for name, value in route.headers.items():
-                    self.send_header(name, value)
+                    self.send_header(name, value() if callable(value) else value)
                 if isinstance(route.body, bytes):
                     self.send_header("Content-Length", str(len(route.body)))
                     self.end_headers()

@@ -50,3 +50,49 @@ async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_
     assert short == [], f"{len(short)} of {len(gaps)} gaps short, shortest {short[:3]}"
     assert crawler.stats.get_value("rfc9309/forbidden") == 20
     assert len(crawler.spider.seen) == HOSTS * PAGES
+
+
+@pytest.fixture
+def slow_down_site():
+    """Every host answers its first page request 429 with Retry-After: 1."""
+    answered: set[str] = set()
+
+    def respond_429_first(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nAllow: /\n"
+        if host not in answered:
+            answered.add(host)
+            return 429, {"Retry-After": "1"}, b""
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(HOSTS, first=400), respond_429_first)
+    yield site
+    site.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(slow_down_site):
+    """Hundreds of hosts each asking for a pause at once, Scrapy's RetryMiddleware on:
+    on every host's own clock, nothing arrives within the second after its 429."""
+    site = slow_down_site
+    urls = [site.url(host, f"/p/{number}") for number in range(PAGES) for host in site.hosts]
+    crawler = await crawl(
+        urls,
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        RETRY_ENABLED=True,
+        BACKOFF_DELAY=0.1,
+        CONCURRENT_REQUESTS=64,
+        CONCURRENT_REQUESTS_PER_DOMAIN=2,
+        LOG_LEVEL="WARNING",
+    )
+    quiet = []
+    for hits in site.arrivals.values():
+        hits = sorted(hits)
+        first_page = next(i for i, (_, path) in enumerate(hits) if path.startswith("/p/"))
+        if first_page + 1 < len(hits):
+            quiet.append(hits[first_page + 1][0] - hits[first_page][0])
+    assert len(quiet) == HOSTS
+    short = sorted(gap for gap in quiet if gap < 1.0)
+    assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 1 s of their 429"
+    assert len(crawler.spider.seen) == HOSTS * PAGES  # every 429 retried after its hold
+    assert crawler.stats.get_value("backoff/holds") == HOSTS
