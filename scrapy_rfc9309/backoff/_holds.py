@@ -23,8 +23,7 @@ class HostRecord:
     """One host's incidents and holds."""
 
     incidents: int = 0  # since it was last forgiven
-    until: float = 0.0  # held until then
-    quiet_from: float = 0.0  # the end of its last hold: forgiveness counts from here
+    until: float = 0.0  # held until then; forgiveness counts from here
     holds: int = 0  # all incidents, for the report
     held: float = 0.0  # seconds held in all
     largest_retry_after: float | None = None  # as received, before the cap
@@ -94,20 +93,16 @@ class HostBackoff:
         record = self.records.get(key)
         if record is None:
             record = self.records[key] = HostRecord()
-        until = now + seconds
-        if until > record.until:
-            record.until = until
-            record.quiet_from = until
+        record.until = max(record.until, now + seconds)
 
     def _hold(self, record: HostRecord, now: float, seconds: float) -> None:
         until = now + seconds
         if until > record.until:
             record.held += until - max(record.until, now)
             record.until = until
-        record.quiet_from = record.until
 
     def _forgiven(self, record: HostRecord, now: float) -> bool:
-        return now - record.quiet_from > self.forgive_after
+        return now - record.until > self.forgive_after
 
     def held_until(self, key: str) -> float:
         """Until when host *key* is held (0 if it never was)."""
