@@ -326,7 +326,15 @@ def worst_checks() -> list[str]:
     digits = "".join(map(str, range(1000)))
     urls = {"a...": "/" + "a" * 2062, "ab+digits": "/ab" + digits[:2060]}
     out = ["", "worst cases, CPU ms: parse + first check | second (compiles) | later check"]
-    for line in ("Disallow: /*{n}*ab", "Disallow: /*a{n}*b$", "Disallow: /*{n}*ab$"):
+    shapes = (
+        "Disallow: /*{n}*ab",  # the rare piece in the path, the common one too early
+        "Disallow: /*a{n}*b$",
+        "Disallow: /*{n}*ab$",
+        "Disallow: /*{n}*zz",  # the rare piece in the path, the common one absent
+        "Disallow: /*aaaaaaaaaa*{n}",  # a long common piece in the path
+        "Disallow: /ab*{n}*a",  # a head that every path of the site starts with
+    )
+    for line in shapes:
         text = hostile_file(line)
         for name, url in urls.items():
             gc.collect()
@@ -341,7 +349,7 @@ def worst_checks() -> list[str]:
             robots.check(url[:-2], "MyCrawler")
             later = time.process_time() - start
             out.append(
-                f"{line[10:]:<14} URL {name:<10} {first * 1e3:>8.1f} {second * 1e3:>10.1f}"
+                f"{line[10:]:<18} URL {name:<10} {first * 1e3:>8.1f} {second * 1e3:>10.1f}"
                 f" {later * 1e3:>10.1f}"
             )
     return out

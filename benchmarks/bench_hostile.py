@@ -21,6 +21,7 @@ import tracemalloc
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import brotli
 
@@ -81,12 +82,15 @@ def serve(encoding: str | None, body: bytes) -> ThreadingHTTPServer:
     return server
 
 
-def crawl_peak_rss(urls: list[str]) -> tuple[float, float, dict[str, object]]:
+def crawl_peak_rss(
+    urls: list[str], extra: dict[str, object] | None = None
+) -> tuple[float, float, dict[str, Any]]:
     """Peak RSS (MiB), wall time and stats of a crawl of *urls* in a fresh process."""
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
         "ROBOTSTXT_OBEY": True,
         "CONCURRENT_REQUESTS": 2 * SITES,
+        **(extra or {}),
     }
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -177,6 +181,29 @@ def parse_table() -> None:
         del robots
 
 
+def reactor_table() -> None:
+    """The longest the reactor is held while sites with the worst files found (see
+    bench_core.worst_checks) are parsed and checked, in a crawl at the add-on's
+    defaults: long bodies are parsed and compiled on a worker thread."""
+    digits = "".join(map(str, range(1000)))
+    pages = ["/ab" + digits[: 2060 - k] for k in range(20)]  # 2 KB URLs, as hostile as found
+    print()
+    print("Crawl of 4 sites with 500 KiB hostile files, 20 pages of 2 KB URLs each:")
+    print(f"{'robots.txt':<24} {'reactor held, max':>18} {'time':>6}")
+    for line in (b"Disallow: /*%d*ab\n", b"Disallow: /*%d*zz\n", b"Disallow: /ab*%d*a\n"):
+        body = b"User-agent: *\n" + b"".join(line % n for n in range(25_000))[:500_000]
+        body = body[: body.rindex(b"\n") + 1]
+        servers = [serve(None, body) for _ in range(4)]
+        urls = [f"http://127.0.0.1:{s.server_address[1]}{page}" for s in servers for page in pages]
+        _, seconds, stats = crawl_peak_rss(urls, {"EXTENSIONS": {"tests.crawl.ReactorLag": 0}})
+        name = line.decode().strip().replace("%d", "{n}")
+        print(f"{name:<24} {stats['test/reactor_lag_max_ms']:>15.1f} ms {seconds:>5.1f}s")
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
 if __name__ == "__main__":
     memory_table()
     parse_table()
+    reactor_table()

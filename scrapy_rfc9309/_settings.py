@@ -148,6 +148,8 @@ class RobotsSettings:
     cache_max_bytes: int
     lenient: bool
     user_agent: str | None
+    #: The product token robots.txt groups are matched against (see configured_token).
+    token: str
     excluded: Callable[[str], str | None]
     #: With backing off on, a robots.txt answered "slow down" is fetched again after
     #: its ``Retry-After`` (see :class:`BackoffSettings`).
@@ -176,6 +178,7 @@ class RobotsSettings:
             cache_max_bytes=int(number(settings, "RFC9309_CACHE_MAX_BYTES", 1, 1 << 50)),
             lenient=flag(settings, "RFC9309_LENIENT"),
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None,
+            token=configured_token(settings),
             excluded=compile_exclusions(settings.get("RFC9309_EXCLUDE_PATHS")),
             backoff=BackoffSettings.from_settings(settings),
             content_uses=_content_uses(settings.get("RFC9309_CONTENT_USES")),

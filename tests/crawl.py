@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import time
 from typing import Any
 
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
+from twisted.internet.task import LoopingCall
 
 BASE_SETTINGS: dict[str, Any] = {
     "ROBOTSTXT_OBEY": True,
@@ -57,6 +59,35 @@ class SlotOccupancy:
         if self.watched in (None, key):
             active = len(self.crawler.engine.downloader.slots[key].active)
             self.crawler.stats.max_value("test/slot_active_max", active)
+
+
+class ReactorLag:
+    """An extension that keeps, in the ``test/reactor_lag_max_ms`` stat, the longest
+    the reactor was late, in ms, for a call due every 5 ms while the spider ran: how
+    long one piece of work held the reactor's thread."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.stats = crawler.stats
+        self.call = LoopingCall(self.tick)
+        self.last = 0.0
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ReactorLag:
+        return cls(crawler)
+
+    def opened(self) -> None:
+        self.last = time.perf_counter()
+        self.call.start(0.005, now=False)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.stats.max_value("test/reactor_lag_max_ms", round((now - self.last) * 1000 - 5, 1))
+        self.last = now
+
+    def closed(self) -> None:
+        self.call.stop()
 
 
 class ListSpider(scrapy.Spider):

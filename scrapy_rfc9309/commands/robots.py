@@ -33,7 +33,7 @@ from .._settings import (
     redacted_url,
     with_defaults,
 )
-from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_body
+from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_now
 from ..robots import (
     FetchOutcome,
     RedisRobotsStore,
@@ -183,7 +183,7 @@ class Command(ScrapyCommand):
         if record is None:
             raise LookupError(f"no copy of {authority}/robots.txt is kept in {where}")
         body = record.body or b""
-        robots = parse_body(config, body) if record.outcome == "success" else None
+        robots = parse_now(config, body) if record.outcome == "success" else None
         outcome = FetchOutcome(record.outcome)
         entry = entry_for(config, outcome, record.status, robots, record.reason, record.ttl)
         age = time.time() - record.fetched_at

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -17,10 +18,14 @@ from ._pattern import (
     PREFIX,
     SUFFIX,
     WILDCARD,
+    Parts,
     Pattern,
     canonical,
+    compile_pattern,
     is_canonical,
+    wildcard_matches,
 )
+from ._pieces import PieceIndex
 from ._preferences import (
     LABEL,
     NO_PREFERENCES,
@@ -127,17 +132,25 @@ def parse_request_rate(value: str) -> tuple[int, float] | None:
     return requests, seconds
 
 
-# A rule ready for matching: (kind, literal, start or matcher, verdict), see .pattern.
+# A rule ready for matching: (kind, literal, start or the pattern's Parts for a
+# WILDCARD, verdict), see ._pattern.
 # A plain tuple: decide() unpacks thousands of them per check.
 _Candidate = tuple[int, str, Any, Verdict]
 
 
-def _decision_key(length: int, allow: bool, line: int) -> tuple[int, bool, int]:
+def _decision_key(length: int, allow: bool, line: int) -> int:
     """The order in which rules decide (§2.2.2), smallest first: the longest pattern,
-    ``Allow`` on a tie, then the earliest line.  Both the first check and the
-    compiled :class:`RuleSet` use it."""
-    return (-length, not allow, line)
+    ``Allow`` on a tie, then the earliest line.  One number (lines are below 2**32),
+    shared by the first check and the compiled :class:`RuleSet`: sorting a
+    25,000-rule file by it is 5 times faster than by a tuple (measured)."""
+    return ((-length) << 33) + ((not allow) << 32) + line
 
+
+#: The kinds of rule the prefix tree holds when a PieceIndex holds the others.
+_IN_TREE = (PREFIX, EXACT)
+#: More rules that need literal pieces than this, and they go to a PieceIndex: a
+#: check then costs about 1 ms for its lookups, less than trying this many rules.
+_PIECE_INDEX_AT = 1_000
 
 #: A trie node with at most this many candidate rules is not split further.
 _LEAF_SIZE = 16
@@ -169,9 +182,9 @@ class _Node:
         self.pending = pending
 
 
-#: What splitting a node needs: its rules going deeper, its depth, the rules ended
-#: above it, and their candidates if already picked.
-_Pending = tuple[list[tuple[int, str]], int, list[int], "tuple[_Candidate, ...] | None"]
+#: What splitting a node needs: the range of its rules going deeper, its depth, the
+#: rules ended above it, and their candidates if already picked.
+_Pending = tuple[int, int, int, list[int], "tuple[_Candidate, ...] | None"]
 
 
 class RuleSet:
@@ -186,81 +199,111 @@ class RuleSet:
     wildcard.
     """
 
-    __slots__ = ("_candidates", "_root")
+    __slots__ = (
+        "_candidates",
+        "_pieces",
+        "_positions",
+        "_positions_by_start",
+        "_root",
+        "_rules",
+        "_starts",
+    )
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        compiled: list[tuple[int, bool, int, str, str, _Candidate]] = []
+        compiled: list[tuple[int, Parts, Rule]] = []
         written: set[tuple[bool, str]] = set()
         for rule in rules:
             if (rule.allow, rule.pattern) in written:
                 continue  # the same line again: only its first copy can decide
             written.add((rule.allow, rule.pattern))
-            pattern = Pattern(rule.pattern)
-            if pattern.head and not pattern.head.startswith("/"):
+            parts = compile_pattern(rule.pattern)
+            if parts[5] and not parts[5].startswith("/"):
                 continue  # every path starts with "/": this rule can never match
-            arg = pattern.matcher if pattern.kind == WILDCARD else pattern.start
-            verdict = _new_verdict((rule.allow, str(rule), rule.line))
-            candidate = (pattern.kind, pattern.literal, arg, verdict)
-            # Its _decision_key first, written out: a named tuple or a nested key made
-            # compiling the corpus files' rules 10% slower (measured); lines are unique.
-            compiled.append(
-                (
-                    -pattern.length,
-                    not rule.allow,
-                    rule.line,
-                    pattern.text,
-                    pattern.head[1:],
-                    candidate,
-                )
-            )
-        compiled.sort()
+            compiled.append((_decision_key(parts[1], rule.allow, rule.line), parts, rule))
+        compiled.sort()  # the keys differ: lines are unique
         # A pattern that is the same once canonical ("/a%7e" and "/a~", or an Allow's
         # pattern written as a Disallow) can never decide: the first one in decision
         # order always matches first.  Repeats are dropped, so 36,000 copies of one
         # rule cost what one does.
         seen: set[str] = set()
+        ordered: list[tuple[Parts, Rule]] = []
+        for _, parts, rule in compiled:
+            if parts[0] not in seen:
+                seen.add(parts[0])
+                ordered.append((parts, rule))
+        self._rules = [rule for _, rule in ordered]
+        # With many rules that need literal pieces found anywhere in the path, those
+        # go to a PieceIndex, and the prefix tree keeps the others.
+        pieces = [(p, parts) for p, (parts, _) in enumerate(ordered) if parts[2] not in _IN_TREE]
+        self._pieces: PieceIndex | None = None
+        self._positions: dict[int, int] = {}
+        if len(pieces) > _PIECE_INDEX_AT:
+            self._pieces = PieceIndex(pieces)
+            ordered = [(parts, rule) for parts, rule in ordered if parts[2] in _IN_TREE]
+            #: The position in decision order of the rule on each line.
+            self._positions = {rule.line: p for p, rule in enumerate(self._rules)}
         self._candidates: list[_Candidate] = []
-        heads = []  # (position in decision order, literal start after "/")
-        for _length, _disallow, _line, text, head, candidate in compiled:
-            if text not in seen:
-                seen.add(text)
-                heads.append((len(self._candidates), head))
-                self._candidates.append(candidate)
-        ended = self._cut([position for position, head in heads if not head])
-        self._root = self._build([(p, h) for p, h in heads if h], 0, ended)
+        starts = []  # (literal start after "/", position in the tree's decision order)
+        for parts, rule in ordered:
+            kind = parts[2]
+            starts.append((parts[5][1:], len(self._candidates)))
+            verdict = _new_verdict((rule.allow, str(rule), rule.line))
+            self._candidates.append(
+                (kind, parts[3], parts if kind == WILDCARD else parts[4], verdict)
+            )
+        # The rules below the root, sorted by literal start: the rules below any node
+        # are then a range of these, and its children's ranges are found by bisection.
+        starts.sort()
+        first = bisect_left(starts, ("\0",))  # after the literal starts that are empty
+        self._starts = [start for start, _ in starts]
+        self._positions_by_start = [position for _, position in starts]
+        ended = self._cut(self._positions_by_start[:first])
+        self._root = self._build(first, len(starts), 0, ended)
 
     def _build(
         self,
-        going: list[tuple[int, str]],
+        low: int,
+        high: int,
         depth: int,
         ended: list[int],
         ended_candidates: tuple[_Candidate, ...] | None = None,
     ) -> _Node:
-        """A node at *depth* for the rules in *going* (literal start longer than the
-        node's prefix) and *ended* (literal start a prefix of it, see :meth:`_cut`),
-        by position in decision order.  A node with many rules is split into
-        children only when a path first reaches it: a crawl checks a few paths of
-        most sites, and a file's rules mostly sit under prefixes it never visits."""
-        if len(going) <= _LEAF_SIZE or depth >= _MAX_DEPTH:
+        """A node at *depth* for the rules ``_starts[low:high]`` (literal start longer
+        than the node's prefix) and *ended* (literal start a prefix of it, see
+        :meth:`_cut`), by position in decision order.  A node with many rules is
+        split into children only when a path first reaches it: a crawl checks a few
+        paths of most sites, and a file's rules mostly sit under prefixes it never
+        visits."""
+        if high - low <= _LEAF_SIZE or depth >= _MAX_DEPTH:
             limit = ended[-1] if ended and self._is_prefix(ended[-1]) else len(self._candidates)
-            return _Node(None, self._pick(ended + [p for p, _ in going if p < limit]))
-        return _Node(None, None, (going, depth, ended, ended_candidates))
+            below = [p for p in self._positions_by_start[low:high] if p < limit]
+            return _Node(None, self._pick(ended + below))
+        return _Node(None, None, (low, high, depth, ended, ended_candidates))
 
     def _split(self, node: _Node) -> None:
-        going, depth, ended, ended_candidates = node.pending  # type: ignore[misc]
+        """Split *node*: one child per next character of its rules' literal starts,
+        each found by bisection, so that splitting costs the same for 30 rules or
+        30,000 (a root holding 36,000 prefix rules took 27 ms to split by a pass
+        over them, measured)."""
+        low, high, depth, ended, ended_candidates = node.pending  # type: ignore[misc]
         if ended_candidates is None:
             ended_candidates = self._pick(ended)
-        by_char: dict[str, list[tuple[int, str]]] = {}
-        for position, head in going:
-            by_char.setdefault(head[depth], []).append((position, head))
+        starts, positions = self._starts, self._positions_by_start
         children = {}
-        for char, members in by_char.items():
-            ending = [p for p, head in members if len(head) == depth + 1]
-            child_going = [(p, head) for p, head in members if len(head) > depth + 1]
-            if ending:
-                children[char] = self._build(child_going, depth + 1, self._cut(ended + ending))
+        while low < high:
+            start = starts[low]
+            char = start[depth]
+            end = bisect_left(starts, start[:depth] + chr(ord(char) + 1), low, high)
+            # Literal starts that end with this character sort first among the range.
+            going = low
+            while going < end and len(starts[going]) == depth + 1:
+                going += 1
+            if going > low:
+                ending = self._cut(ended + positions[low:going])
+                children[char] = self._build(going, end, depth + 1, ending)
             else:  # the same ended rules: share the tuple
-                children[char] = self._build(child_going, depth + 1, ended, ended_candidates)
+                children[char] = self._build(going, end, depth + 1, ended, ended_candidates)
+            low = end
         node.children, node.candidates, node.pending = children, ended_candidates, None
 
     def _cut(self, ended: list[int]) -> list[int]:
@@ -295,23 +338,42 @@ class RuleSet:
             node = child
             at += 1
         candidates: tuple[_Candidate, ...] = node.candidates  # type: ignore[assignment]
-        grams = _PathGrams(path) if len(path) * len(candidates) > _HEAVY_WORK else None
-        for kind, literal, arg, verdict in candidates:
-            if kind == PREFIX:
-                if path.startswith(literal):
-                    return verdict
-            elif kind == CONTAINS:
-                if (grams is None or grams.contains(literal)) and path.find(literal, arg) >= 0:
-                    return verdict
-            elif kind == SUFFIX:
-                if path.endswith(literal) and len(path) - len(literal) >= arg:
-                    return verdict
-            elif kind == EXACT:
-                if path == literal:
-                    return verdict
-            elif (literal in path if grams is None else grams.contains(literal)) and arg(path):
+        heavy = self._pieces is not None or len(path) * len(candidates) > _HEAVY_WORK
+        grams = _PathGrams(path) if heavy else None
+        verdict = _first_candidate(candidates, path, grams)
+        if self._pieces is None:
+            return verdict
+        assert grams is not None
+        before = self._positions[verdict.line] if verdict.line else len(self._rules)
+        position = self._pieces.first_match(path, grams.of_length, before)
+        if position < 0:
+            return verdict
+        rule = self._rules[position]
+        return _new_verdict((rule.allow, str(rule), rule.line))
+
+
+def _first_candidate(
+    candidates: tuple[_Candidate, ...], path: str, grams: _PathGrams | None
+) -> Verdict:
+    """The verdict of the first of *candidates* (in decision order) that matches."""
+    for kind, literal, arg, verdict in candidates:
+        if kind == PREFIX:
+            if path.startswith(literal):
                 return verdict
-        return ALLOWED
+        elif kind == CONTAINS:
+            if (grams is None or grams.contains(literal)) and path.find(literal, arg) >= 0:
+                return verdict
+        elif kind == SUFFIX:
+            if path.endswith(literal) and len(path) - len(literal) >= arg:
+                return verdict
+        elif kind == EXACT:
+            if path == literal:
+                return verdict
+        elif (literal in path if grams is None else grams.contains(literal)) and wildcard_matches(
+            path, arg
+        ):
+            return verdict
+    return ALLOWED
 
 
 def _first_check(rules: list[Rule], path: str) -> Verdict:
@@ -320,7 +382,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
 
     Most rules are rejected on their literal pieces alone, without compiling them.
     """
-    best: tuple[int, bool, int] | None = None
+    best: int | None = None
     deciding: Rule | None = None
     compiled: set[tuple[bool, str]] = set()
     grams = _PathGrams(path) if len(path) * len(rules) > _HEAVY_WORK else None
@@ -335,7 +397,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
         if previous is not None and raw == previous.pattern and rule.allow is previous.allow:
             continue  # the line before, repeated: cheaper to skip than to try again
         previous = rule
-        rank: tuple[int, bool, int] | None
+        rank: int | None
         if is_canonical(raw):  # its literal pieces are as written
             star = raw.find("*")
             if star < 0 and not raw.endswith("$"):  # a plain prefix
@@ -362,7 +424,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
     return _new_verdict((deciding.allow, str(deciding), deciding.line))
 
 
-def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> tuple[int, bool, int] | None:
+def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> int | None:
     pattern = Pattern(rule.pattern)
     if (
         grams is not None
@@ -396,12 +458,13 @@ class _PathGrams:
         self._path = path
         self._by_length: dict[int, set[str]] = {}
 
-    def _grams(self, length: int) -> set[str]:
+    def of_length(self, length: int) -> set[str]:
+        """The path's substrings of *length* characters."""
         grams = self._by_length.get(length)
         if grams is None:
             path = self._path
             if length < _GRAM <= len(path):
-                grams = {gram[:length] for gram in self._grams(_GRAM)}
+                grams = {gram[:length] for gram in self.of_length(_GRAM)}
                 # Starts too close to the end for a _GRAM-long substring.
                 last = range(len(path) - _GRAM + 1, len(path) - length + 1)
                 grams.update(path[at : at + length] for at in last)
@@ -412,8 +475,8 @@ class _PathGrams:
 
     def contains(self, literal: str) -> bool:
         if len(literal) <= _GRAM:
-            return literal in self._grams(len(literal))
-        ends = self._grams(_GRAM)
+            return literal in self.of_length(len(literal))
+        ends = self.of_length(_GRAM)
         if literal[:_GRAM] not in ends or literal[-_GRAM:] not in ends:
             return False
         return literal in self._path
@@ -676,7 +739,8 @@ class RobotsTxt:
         The first check for a crawler tries its rules one by one; the second
         compiles them into a :class:`RuleSet`, kept for every later check.  A broad
         crawl checks one or a few URLs of most sites, and compiling costs several
-        times what one pass over the rules does.
+        times what one pass over the rules does.  A crawler with thousands of rules
+        has them compiled at its first check, so that no later check pays for it.
         """
         path = path_of(url)
         if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
@@ -688,13 +752,22 @@ class RobotsTxt:
             token = product_token(user_agent)
             ruleset = self._rulesets.get(token)
             if ruleset is None:
-                if token not in self._checked_once:
+                rules = self._rules_for(token)
+                if token not in self._checked_once and len(rules) <= _ONE_PASS_AT:
                     self._checked_once.add(token)
-                    return _first_check(self._rules_for(token), path)
-                ruleset = self._rulesets[token] = RuleSet(self._rules_for(token))
+                    return _first_check(rules, path)
+                ruleset = self._rulesets[token] = RuleSet(rules)
             if len(self._rulesets) < _MAX_SHORTCUTS:
                 self._rulesets[user_agent] = ruleset
         return ruleset.decide(path)
+
+    def prepare(self, user_agent: str) -> None:
+        """Compile the rules that apply to *user_agent* now, as its second check
+        would (for a caller that parses big files away from its event loop, so
+        that no check there pays for compiling)."""
+        token = product_token(user_agent)
+        if token not in self._rulesets:
+            self._rulesets[token] = RuleSet(self._rules_for(token))
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """Shortcut for ``check(url, user_agent).allowed``."""
@@ -739,6 +812,10 @@ _AGENT_BYTES = 150
 _RULE_BYTES = 1_500
 _RULE_CHAR_BYTES = 3
 _SITEMAP_BYTES = 150
+
+#: A crawler with more rules than this has them compiled at its first check: a
+#: second check would pay for the compiling then, more than any later check may cost.
+_ONE_PASS_AT = 2_000
 
 #: How many User-Agent strings (besides tokens) a file remembers the rule set of.
 _MAX_SHORTCUTS = 16

@@ -24,7 +24,6 @@ adversarial ones such as ``/*a*a*a*a*a*b$``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _DECODED_SPECIALS = {"2A": "*", "24": "$"}
@@ -86,17 +85,6 @@ def canonical(text: str) -> str:
     return "".join(parts)
 
 
-def _find_all_in_order(path: str, start: int, segments: tuple[str, ...]) -> int:
-    """Find *segments* left to right from *start*; return the end position or -1."""
-    pos = start
-    for segment in segments:
-        found = path.find(segment, pos)
-        if found < 0:
-            return -1
-        pos = found + len(segment)
-    return pos
-
-
 # Pattern kinds.  The common shapes are plain string operations that the rule
 # matcher runs inline; only the rest need a matcher function.
 PREFIX = 0  # "/a/b":   path.startswith(literal)
@@ -106,6 +94,62 @@ EXACT = 3  # "/a$":    path == literal
 WILDCARD = 4  # anything else: literal in path and matcher(path)
 
 
+#: A pattern, compiled: ``(text, length, kind, literal, start, head, segments, tail)``
+#: (see :class:`Pattern`).  A plain tuple of strings and numbers: a file's thousands
+#: of rules are compiled into these without making objects the garbage collector
+#: keeps visiting (a 25,000-rule file compiled 40% slower as objects, measured).
+Parts = tuple[str, int, int, str, int, str, tuple[str, ...], str]
+
+
+def compile_pattern(raw: str) -> Parts:
+    """The :data:`Parts` of the ``Allow``/``Disallow`` path pattern *raw*."""
+    if "*" not in raw and not raw.endswith("$") and _NEEDS_WORK.search(raw) is None:
+        # The common case, a plain canonical prefix ("/private/"): nothing to compute.
+        return (raw, len(raw), PREFIX, raw, len(raw), raw, (), "")
+    # "$" is an anchor only as the last character (§2.2.3); elsewhere a literal.
+    anchored = raw.endswith("$")
+    body = raw[:-1] if anchored else raw
+    if _NEEDS_WORK.search(body) is None and "$" not in body:
+        pieces = body.split("*")  # canonical already, and no literal "$" to write
+        text, length = raw, len(raw)
+    else:
+        pieces = [canonical(piece) for piece in body.split("*")]
+        end = "$" if anchored else ""
+        length = len("*".join(pieces) + end)
+        # A decoded "%2A" or "%24" is a literal "*" or "$", not a wildcard or anchor.
+        text = "*".join(p.replace("*", "%2A").replace("$", "%24") for p in pieces) + end
+    head = pieces[0]
+    if len(pieces) == 1:  # no wildcard: "/a/b", "/a/b$"
+        return (text, length, EXACT if anchored else PREFIX, head, len(head), head, (), "")
+    if not pieces[-1]:
+        anchored = False  # a trailing "*" (or "*$") matches any end
+    segments = list(filter(None, pieces[1:]))  # filter() and not a comprehension: 10% faster
+    if not segments:  # only trailing wildcards: "/a/*"
+        return (text, length, PREFIX, head, len(head), head, (), "")
+    if head in ("", "/") and len(segments) == 1:  # "/*x", "/*x*", "/*.pdf$"
+        kind, literal = (SUFFIX if anchored else CONTAINS), segments[0]
+    else:
+        # The longest literal piece is a cheap filter: no path without it can match.
+        kind, literal = WILDCARD, max(head, *segments, key=len)
+    tail = segments.pop() if anchored else ""
+    return (text, length, kind, literal, len(head), head, tuple(segments), tail)
+
+
+def wildcard_matches(path: str, parts: Parts) -> bool:
+    """True if *path* matches the pattern of *parts*: its head, then each segment
+    found left to right (the leftmost match leaves the most room for the rest: no
+    backtracking), then its tail at the very end, after everything else."""
+    _, _, _, _, pos, head, segments, tail = parts
+    if not path.startswith(head):
+        return False
+    for segment in segments:
+        found = path.find(segment, pos)
+        if found < 0:
+            return False
+        pos = found + len(segment)
+    return not tail or (len(path) - len(tail) >= pos and path.endswith(tail))
+
+
 class Pattern:
     """A compiled ``Allow``/``Disallow`` path pattern.
 
@@ -113,55 +157,30 @@ class Pattern:
     ``%2A`` or ``%24``: two patterns match the same paths when their texts are equal.
     ``length`` is the pattern's length in octets in canonical form: the measure
     of specificity for the longest-match rule (RFC 9309 §2.2.2).
-    ``head`` is the literal text every matching path starts with.
-    ``kind``, ``literal`` and ``start`` describe the check (see the kind
-    constants); ``matcher`` is set for ``WILDCARD`` patterns only, whose
-    ``literal`` is their longest literal piece: a path without it cannot match.
+
+    The pattern is ``head*segment*...*segment*tail$``: ``head`` is the literal text
+    every matching path starts with, ``segments`` the non-empty literal pieces
+    between wildcards, and ``tail`` (empty unless the pattern ends with a ``$``
+    anchor after a wildcard) the text a matching path ends with.  ``kind``,
+    ``literal`` and ``start`` describe the check (see the kind constants); a
+    ``WILDCARD`` pattern's ``literal`` is its longest literal piece: a path without
+    it cannot match.
     """
 
-    __slots__ = ("head", "kind", "length", "literal", "matcher", "start", "text")
-
-    text: str
-    length: int
-    head: str
-    kind: int
-    literal: str
-    start: int
-    matcher: Callable[[str], bool] | None
+    __slots__ = ("head", "kind", "length", "literal", "parts", "segments", "start", "tail", "text")
 
     def __init__(self, raw: str) -> None:
-        if "*" not in raw and not raw.endswith("$") and _NEEDS_WORK.search(raw) is None:
-            # The common case, a plain canonical prefix ("/private/"): nothing to compute.
-            self.text = self.head = self.literal = raw
-            self.length = self.start = len(raw)
-            self.kind = PREFIX
-            self.matcher = None
-            return
-        # "$" is an anchor only as the last character (§2.2.3); elsewhere a literal.
-        anchored = raw.endswith("$")
-        body = raw[:-1] if anchored else raw
-        pieces = [canonical(piece) for piece in body.split("*")]
-        end = "$" if anchored else ""
-        self.length = len("*".join(pieces) + end)
-        # A decoded "%2A" or "%24" is a literal "*" or "$", not a wildcard or anchor.
-        self.text = "*".join(p.replace("*", "%2A").replace("$", "%24") for p in pieces) + end
-        first, *rest = pieces
-        self.head = first
-        self.start = len(first)
-        self.matcher = None
-        if rest and not rest[-1]:
-            anchored = False  # a trailing "*" (or "*$") matches any end
-        segments = tuple(piece for piece in rest if piece)
-        if not rest:  # no wildcard: "/a/b", "/a/b$"
-            self.kind, self.literal = (EXACT if anchored else PREFIX), first
-        elif not segments:  # only trailing wildcards: "/a/*"
-            self.kind, self.literal = PREFIX, first
-        elif first in ("", "/") and len(segments) == 1:  # "/*x", "/*x*", "/*.pdf$"
-            self.kind, self.literal = (SUFFIX if anchored else CONTAINS), segments[0]
-        else:
-            # The longest literal piece is a cheap filter: no path without it can match.
-            self.kind, self.literal = WILDCARD, max((first, *segments), key=len)
-            self.matcher = _wildcard_matcher(first, segments, anchored)
+        self.parts = compile_pattern(raw)
+        (
+            self.text,
+            self.length,
+            self.kind,
+            self.literal,
+            self.start,
+            self.head,
+            self.segments,
+            self.tail,
+        ) = self.parts
 
     def matches(self, path: str) -> bool:
         """True if the pattern matches *path* (a canonical path + query)."""
@@ -174,27 +193,7 @@ class Pattern:
             return path.endswith(literal) and len(path) - len(literal) >= self.start
         if kind == EXACT:
             return path == literal
-        assert self.matcher is not None
-        return literal in path and self.matcher(path)
+        return literal in path and wildcard_matches(path, self.parts)
 
     def __repr__(self) -> str:
         return f"Pattern({self.text!r})"
-
-
-def _wildcard_matcher(
-    first: str, segments: tuple[str, ...], anchored: bool
-) -> Callable[[str], bool]:
-    start = len(first)
-    middle, last = (segments[:-1], segments[-1]) if anchored else (segments, "")
-    tail = len(last)
-
-    def matches(path: str) -> bool:
-        if not path.startswith(first):
-            return False
-        pos = _find_all_in_order(path, start, middle)
-        if pos < 0:
-            return False
-        # Anchored: the last segment must sit at the very end, after everything else.
-        return not anchored or (len(path) - tail >= pos and path.endswith(last))
-
-    return matches

@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
@@ -81,6 +81,21 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
     """With every check taken as heavy (see _parser._HEAVY_WORK), rules are first
     looked up by their literal pieces among the path's substrings."""
     with mock.patch.object(_parser, "_HEAVY_WORK", -1):
+        assert_decides_like_the_reference(rules, path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
+# A longer prefix rule decides before a matching wildcard rule; and a segment found
+# first too early, then again where it may start.
+@example([(False, "/abc"), (True, "/*c")], "/abc")
+@example([(False, "/b*ab"), (True, "/a")], "/bab/ab")
+@example([(False, "/*a*b$")], "/ab")  # the tail right after the last segment
+def test_the_piece_index_decides_like_the_reference(rules, path):
+    """With every file taken as one of thousands of wildcard rules (see
+    _parser._PIECE_INDEX_AT), those rules are found by their rarest literal piece
+    and tried with the positions of their pieces shared between rules."""
+    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
         assert_decides_like_the_reference(rules, path)
 
 

@@ -305,3 +305,28 @@ def test_scrapy_robots_decodes_a_bomb_within_the_limit(bombs, site, tmp_path):
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "DISALLOWED by 'Disallow: /private' (line 2)" in result.stdout
+
+
+# -- a robots.txt that costs a lot to compile is compiled off the reactor -----------
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_long_robots_txt_is_parsed_and_compiled_on_a_worker_thread(site, monkeypatch):
+    """500 KiB of distinct wildcard rules cost a few hundred ms of CPU to parse and
+    compile: none of it on the reactor's thread, where every other site waits."""
+    from scrapy_rfc9309.robots import _parser
+
+    threads = []
+    compile_rules = _parser.RuleSet.__init__
+
+    def spy(self, rules):
+        threads.append(threading.current_thread())
+        compile_rules(self, rules)
+
+    monkeypatch.setattr(_parser.RuleSet, "__init__", spy)
+    rules = b"".join(b"Disallow: /*%d*zz\n" % n for n in range(25_000))  # 480 KB
+    site.route("/robots.txt", body=b"User-agent: *\n" + rules)
+    crawler = await crawl([site.url + "/ab1234", site.url + "/ab12zz"])
+    assert site.paths() == ["/robots.txt", "/ab1234"]  # /ab12zz: Disallow: /*12*zz
+    assert crawler.stats.get_value("rfc9309/forbidden") == 1
+    assert threads and threading.main_thread() not in threads

@@ -63,7 +63,7 @@ class SharedRobotsFetcher:
             self.health.answered()
             if shared is not None:
                 self.stats.inc_value("fleet/robots_shared")
-                return self._from_shared(authority, shared, previous)
+                return await self._from_shared(authority, shared, previous)
             token = await self.shared.lock(authority, lock_life)
             if token is not None:
                 fetched = await self.fetcher.fetch(authority, previous, revalidate)
@@ -78,12 +78,12 @@ class SharedRobotsFetcher:
                 return await self.fetcher.fetch(authority, previous, revalidate)
             await asyncio.sleep(POLL_INTERVAL)
 
-    def _from_shared(
+    async def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
     ) -> Fetched:
         outcome = FetchOutcome(shared.outcome)
         body = shared.body
-        robots = parse_body(self.config, body) if body is not None else None
+        robots = await parse_body(self.config, body) if body is not None else None
         entry = entry_for(
             self.config, outcome, shared.status, robots, shared.reason, shared.ttl, previous
         )

@@ -71,9 +71,9 @@ class PersistentRobotsFetcher:
         now = wall_clock()
         if record is not None and record.fresh(now):
             self.stats.inc_value("rfc9309/persistent_hit")
-            return self._from_record(authority, record, now)
+            return await self._from_record(authority, record, now)
         if record is not None and record.outcome == FetchOutcome.SUCCESS and record.body:
-            robots = parse_body(self.config, record.body)
+            robots = await parse_body(self.config, record.body)
             revalidate = Revalidation(robots, record.body, record.etag, record.last_modified)
             if previous is None:  # the last good copy while the site is unreachable
                 previous = self.config.policy.success(robots, monotonic(), record.status)
@@ -83,9 +83,9 @@ class PersistentRobotsFetcher:
         await self._put(authority, fetched)
         return fetched
 
-    def _from_record(self, authority: str, record: StoredRobots, now: float) -> Fetched:
+    async def _from_record(self, authority: str, record: StoredRobots, now: float) -> Fetched:
         outcome = FetchOutcome(record.outcome)
-        robots = parse_body(self.config, record.body) if record.body is not None else None
+        robots = await parse_body(self.config, record.body) if record.body is not None else None
         fresh_for = record.fetched_at + record.ttl - now
         entry = entry_for(self.config, outcome, record.status, robots, record.reason, fresh_for)
         url = f"{authority}/robots.txt"
