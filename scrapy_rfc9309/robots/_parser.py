@@ -146,6 +146,10 @@ def _decision_key(length: int, allow: bool, line: int) -> int:
     return ((-length) << 33) + ((not allow) << 32) + line
 
 
+#: A decision key after every rule's.
+_LAST = 1 << 62
+
+
 #: The kinds of rule the prefix tree holds when a PieceIndex holds the others.
 _IN_TREE = (PREFIX, EXACT)
 #: More rules that need literal pieces than this, and they go to a PieceIndex: a
@@ -199,52 +203,38 @@ class RuleSet:
     wildcard.
     """
 
-    __slots__ = (
-        "_candidates",
-        "_pieces",
-        "_positions",
-        "_positions_by_start",
-        "_root",
-        "_rules",
-        "_starts",
-    )
+    __slots__ = ("_candidates", "_pieces", "_positions", "_positions_by_start", "_root", "_starts")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
+        # Built for a file's 30,000 rules too (at a crawler's first check): each step
+        # is one pass that makes as few objects per rule as it can.
         compiled: list[tuple[int, Parts, Rule]] = []
-        written: set[tuple[bool, str]] = set()
+        written: tuple[set[str], set[str]] = (set(), set())  # Disallow, Allow patterns
         for rule in rules:
-            if (rule.allow, rule.pattern) in written:
+            allow, raw, line = rule
+            if raw in written[allow]:
                 continue  # the same line again: only its first copy can decide
-            written.add((rule.allow, rule.pattern))
-            parts = compile_pattern(rule.pattern)
+            written[allow].add(raw)
+            parts = compile_pattern(raw)
             if parts[5] and not parts[5].startswith("/"):
                 continue  # every path starts with "/": this rule can never match
-            compiled.append((_decision_key(parts[1], rule.allow, rule.line), parts, rule))
+            compiled.append((_decision_key(parts[1], allow, line), parts, rule))
         compiled.sort()  # the keys differ: lines are unique
-        # A pattern that is the same once canonical ("/a%7e" and "/a~", or an Allow's
-        # pattern written as a Disallow) can never decide: the first one in decision
-        # order always matches first.  Repeats are dropped, so 36,000 copies of one
-        # rule cost what one does.
-        seen: set[str] = set()
-        ordered: list[tuple[Parts, Rule]] = []
-        for _, parts, rule in compiled:
-            if parts[0] not in seen:
-                seen.add(parts[0])
-                ordered.append((parts, rule))
-        self._rules = [rule for _, rule in ordered]
+        if len({parts[0] for _, parts, _ in compiled}) < len(compiled):
+            compiled = _first_of_each_text(compiled)
         # With many rules that need literal pieces found anywhere in the path, those
         # go to a PieceIndex, and the prefix tree keeps the others.
-        pieces = [(p, parts) for p, (parts, _) in enumerate(ordered) if parts[2] not in _IN_TREE]
+        pieces = [entry for entry in compiled if entry[1][2] not in _IN_TREE]
         self._pieces: PieceIndex | None = None
         self._positions: dict[int, int] = {}
         if len(pieces) > _PIECE_INDEX_AT:
             self._pieces = PieceIndex(pieces)
-            ordered = [(parts, rule) for parts, rule in ordered if parts[2] in _IN_TREE]
-            #: The position in decision order of the rule on each line.
-            self._positions = {rule.line: p for p, rule in enumerate(self._rules)}
+            compiled = [entry for entry in compiled if entry[1][2] in _IN_TREE]
+            #: The position in decision order of the rule on each line of the tree.
+            self._positions = {rule.line: key for key, _, rule in compiled}
         self._candidates: list[_Candidate] = []
         starts = []  # (literal start after "/", position in the tree's decision order)
-        for parts, rule in ordered:
+        for _, parts, rule in compiled:
             kind = parts[2]
             starts.append((parts[5][1:], len(self._candidates)))
             verdict = _new_verdict((rule.allow, str(rule), rule.line))
@@ -344,12 +334,25 @@ class RuleSet:
         if self._pieces is None:
             return verdict
         assert grams is not None
-        before = self._positions[verdict.line] if verdict.line else len(self._rules)
-        position = self._pieces.first_match(path, grams.of_length, before)
-        if position < 0:
+        before = self._positions[verdict.line] if verdict.line else _LAST
+        rule = self._pieces.first_match(path, grams.of_length, before)
+        if rule is None:
             return verdict
-        rule = self._rules[position]
         return _new_verdict((rule.allow, str(rule), rule.line))
+
+
+def _first_of_each_text(compiled: list[tuple[int, Parts, Rule]]) -> list[tuple[int, Parts, Rule]]:
+    """*compiled* (in decision order) without the rules whose pattern is the same once
+    canonical as an earlier one's ("/a%7e" and "/a~", or an Allow's pattern written
+    as a Disallow): the earlier one always matches first, and the later never decides."""
+    seen: set[str] = set()
+    kept = []
+    for entry in compiled:
+        text = entry[1][0]
+        if text not in seen:
+            seen.add(text)
+            kept.append(entry)
+    return kept
 
 
 def _first_candidate(
