@@ -29,10 +29,12 @@ import heapq
 import itertools
 import weakref
 from collections import Counter, OrderedDict
+from contextlib import suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.crawler import Crawler
-from scrapy.pqueues import DownloaderAwarePriorityQueue
+from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
 from twisted.internet import reactor
 
 from ._settings import configured_concurrency
@@ -73,16 +75,14 @@ class _Released:
 
     def settle(self) -> None:
         """Forget the released requests the downloader is done with."""
-        for request, key in list(self._requests.items()):
-            if not _slots.in_downloader(self.crawler, request):
-                del self._requests[request]
-                self.by_key[key] -= 1
-                if not self.by_key[key]:
-                    del self.by_key[key]
-                self.done[key] = None
-                self.done.move_to_end(key)
-                if len(self.done) > MAX_DONE_KEYS:
-                    self.done.popitem(last=False)
+        for key in _slots.settle(self.crawler, self._requests):
+            self.by_key[key] -= 1
+            if not self.by_key[key]:
+                del self.by_key[key]
+            self.done[key] = None
+            self.done.move_to_end(key)
+            if len(self.done) > MAX_DONE_KEYS:
+                self.done.popitem(last=False)
 
     def wake_engine_at(self, at: float, now: float) -> None:
         """Have the engine ask the scheduler again at *at* (one call pending at most)."""
@@ -184,6 +184,9 @@ class HostReadyPriorityQueue(DownloaderAwarePriorityQueue):
         else:
             del self.pqueues[key]
             queue.close()
+            if self.key:  # a JOBDIR crawl: reclaim the slot's folder, as Scrapy >= 2.19 does
+                with suppress(OSError):  # not empty: its queues kept files
+                    Path(self.key, _path_safe(key)).rmdir()
         if request is not None:
             self._released.add(request, key)
         return request

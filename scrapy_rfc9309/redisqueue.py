@@ -167,10 +167,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def _settle(self) -> None:
         """Let go of the hosts of taken requests that a middleware dropped (robots.txt,
         a budget): they never reach the site, nor ``request_left_downloader``."""
-        for request, host in list(self._out.items()):
-            if not _slots.in_downloader(self.crawler, request):
-                del self._out[request]
-                self._ended(host, 0.0, known=False)
+        for host in _slots.settle(self.crawler, self._out):
+            self._ended(host, 0.0, known=False)
 
     def _left(self, request: Request, spider: Any = None) -> None:
         if request.meta.get(META_ROBOTS):  # not from this queue; its floor comes next

@@ -203,7 +203,15 @@ class RuleSet:
     wildcard.
     """
 
-    __slots__ = ("_candidates", "_pieces", "_positions", "_positions_by_start", "_root", "_starts")
+    __slots__ = (
+        "_candidates",
+        "_pieces",
+        "_positions",
+        "_positions_by_start",
+        "_root",
+        "_rules",
+        "_starts",
+    )
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
@@ -232,23 +240,18 @@ class RuleSet:
             compiled = [entry for entry in compiled if entry[1][2] in _IN_TREE]
             #: The position in decision order of the rule on each line of the tree.
             self._positions = {rule.line: key for key, _, rule in compiled}
-        self._candidates: list[_Candidate] = []
-        starts = []  # (literal start after "/", position in the tree's decision order)
-        for _, parts, rule in compiled:
-            kind = parts[2]
-            starts.append((parts[5][1:], len(self._candidates)))
-            verdict = _new_verdict((rule.allow, str(rule), rule.line))
-            self._candidates.append(
-                (kind, parts[3], parts if kind == WILDCARD else parts[4], verdict)
-            )
-        # The rules below the root, sorted by literal start: the rules below any node
-        # are then a range of these, and its children's ranges are found by bisection.
-        starts.sort()
-        first = bisect_left(starts, ("\0",))  # after the literal starts that are empty
+        # The tree's rules in decision order; made into candidates when a node that
+        # holds them is first reached (a crawl reaches few of a long file's nodes).
+        self._rules = [(parts, rule) for _, parts, rule in compiled]
+        self._candidates: dict[int, _Candidate] = {}
+        # The tree's rules sorted by literal start: the rules below any node are then
+        # a range of these, and its children's ranges are found by bisection.
+        starts = sorted([(parts[5], position) for position, (parts, _) in enumerate(self._rules)])
+        below_root = bisect_left(starts, ("/\0",))  # after "" and "/": no literal start
         self._starts = [start for start, _ in starts]
         self._positions_by_start = [position for _, position in starts]
-        ended = self._cut(self._positions_by_start[:first])
-        self._root = self._build(first, len(starts), 0, ended)
+        ended = self._cut(self._positions_by_start[:below_root])
+        self._root = self._build(below_root, len(starts), 0, ended)
 
     def _build(
         self,
@@ -265,7 +268,7 @@ class RuleSet:
         paths of most sites, and a file's rules mostly sit under prefixes it never
         visits."""
         if high - low <= _LEAF_SIZE or depth >= _MAX_DEPTH:
-            limit = ended[-1] if ended and self._is_prefix(ended[-1]) else len(self._candidates)
+            limit = ended[-1] if ended and self._is_prefix(ended[-1]) else len(self._rules)
             below = [p for p in self._positions_by_start[low:high] if p < limit]
             return _Node(None, self._pick(ended + below))
         return _Node(None, None, (low, high, depth, ended, ended_candidates))
@@ -281,12 +284,12 @@ class RuleSet:
         starts, positions = self._starts, self._positions_by_start
         children = {}
         while low < high:
-            start = starts[low]
-            char = start[depth]
-            end = bisect_left(starts, start[:depth] + chr(ord(char) + 1), low, high)
+            start = starts[low]  # "/" and the node's prefix (depth characters), then more
+            char = start[depth + 1]
+            end = bisect_left(starts, start[: depth + 1] + chr(ord(char) + 1), low, high)
             # Literal starts that end with this character sort first among the range.
             going = low
-            while going < end and len(starts[going]) == depth + 1:
+            while going < end and len(starts[going]) == depth + 2:
                 going += 1
             if going > low:
                 ending = self._cut(ended + positions[low:going])
@@ -307,10 +310,20 @@ class RuleSet:
         return ordered
 
     def _is_prefix(self, position: int) -> bool:
-        return bool(self._candidates[position][0] == PREFIX)
+        return bool(self._rules[position][0][2] == PREFIX)
 
     def _pick(self, positions: list[int]) -> tuple[_Candidate, ...]:
-        return tuple(self._candidates[position] for position in sorted(positions))
+        return tuple(map(self._candidate, sorted(positions)))
+
+    def _candidate(self, position: int) -> _Candidate:
+        candidate = self._candidates.get(position)
+        if candidate is None:
+            parts, rule = self._rules[position]
+            kind = parts[2]
+            verdict = _new_verdict((rule.allow, str(rule), rule.line))
+            candidate = (kind, parts[3], parts if kind == WILDCARD else parts[4], verdict)
+            self._candidates[position] = candidate
+        return candidate
 
     def decide(self, path: str) -> Verdict:
         """The verdict for a canonical path + query (it starts with ``/``)."""

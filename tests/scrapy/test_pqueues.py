@@ -62,3 +62,5 @@ async def test_a_jobdir_crawl_stopped_and_started_again_resumes_from_its_disk_qu
     assert second.stats.get_value("scheduler/dequeued/disk") >= 1
     assert second.spider.seen
     assert not set(first.spider.seen) & set(second.spider.seen)  # nothing fetched twice
+    # The host's folder went with its last request, as with Scrapy's own queue.
+    assert [p.name for p in (tmp_path / "job" / "requests.queue").iterdir()] == ["active.json"]

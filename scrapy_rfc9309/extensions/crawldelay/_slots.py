@@ -244,7 +244,7 @@ def check_slots() -> None:
 
 
 def check_engine(crawler: Crawler) -> None:
-    """Verify, once the engine exists, what :func:`in_downloader` and
+    """Verify, once the engine exists, what :func:`settle` and
     :func:`wake_engine` use: the downloader's set of the requests it handles, and the
     engine's call that has it ask the scheduler (called once: a harmless extra look)."""
     engine = crawler.engine
@@ -286,10 +286,14 @@ def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> No
     downloader.needs_backout = needs_backout  # type: ignore[method-assign]
 
 
-def in_downloader(crawler: Crawler, request: Request) -> bool:
-    """Whether *request*, released by the scheduler, is still being handled by the
-    downloader (its middlewares or a download)."""
-    return request in crawler.engine.downloader.active
+def settle(crawler: Crawler, taken: dict[Request, str]) -> list[str]:
+    """Remove from *taken* (requests a scheduler queue released, by slot key) those
+    the downloader is done with, downloaded or dropped by a middleware; return their
+    keys.  Both host-ready queues learn this way what ``request_left_downloader``
+    does not say: a request a downloader middleware dropped never reaches it."""
+    active = crawler.engine.downloader.active
+    left = [request for request in taken if request not in active]
+    return [taken.pop(request) for request in left]
 
 
 def wake_engine(crawler: Crawler) -> bool:
