@@ -298,3 +298,32 @@ def test_a_429_answered_to_one_process_holds_every_process(site, fleet_redis, ro
     held, other = sorted(stats, key=lambda each: -each.get("backoff/holds", 0))
     assert held["backoff/holds"] == 1 and "backoff/holds" not in other
     assert other["backoff/fleet_holds_learnt"] >= 1  # read from the fleet's Redis
+
+
+def test_a_process_killed_mid_crawl_loses_at_most_its_one_request_of_the_slow_host(
+    site, other_site, fleet_redis
+):
+    """What SIGKILL costs a fleet on the package's shared queue: the killed process
+    held at most one request of a floored host (its in-flight one), so every other
+    page of that host stays in Redis and the other processes fetch it.  Its hold on
+    the host lapses after DOWNLOAD_TIMEOUT and a margin."""
+    site.answer_first("/p/", *[Route(delay=0.3)] * 16)  # each page in flight for 0.3 s
+    seed = seed_slow_and_fast(site, other_site, 0.3, slow=16, fast=10)
+    settings = fleet_settings(
+        fleet_redis,
+        DOMAINBUDGET_ENABLED=False,
+        SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+        DOWNLOAD_TIMEOUT=2,  # the killed process's hold lapses 2 + 5 s after its pop
+    )
+    fleet = start_fleet(settings, [seed])
+    wait_for_pages(site, 4)
+    served = {}
+    for hit in site.hits:
+        served[hit.user_agent] = served.get(hit.user_agent, 0) + 1
+    victim = max(range(3), key=lambda n: served.get(f"TestBot/1.0 ({n})", 0))
+    fleet[victim].kill()
+    fleet[victim].wait()
+    wait_all(fleet[:victim] + fleet[victim + 1 :])
+    pages = {hit.path for hit in site.hits if hit.path.startswith("/p/")}
+    assert len(pages) >= 15, sorted(pages)  # 16 pages, at most 1 lost with the process
+    assert min(page_gaps(site, robots_too=True)) >= 0.3
