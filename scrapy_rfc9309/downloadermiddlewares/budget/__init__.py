@@ -21,18 +21,11 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..._settings import SettingError, choice, flag, report_configuration_errors_in_one_line
-from ...budget.policy import DomainLimits, day_of, zone
+from ..._settings import SettingError, flag, report_configuration_errors_in_one_line
+from ...budget.policy import DomainLimits, day_of
 from ...budget.storage import Reservation, StorageError
 from ..robotstxt._fetch import META_ROBOTS
-from ._setup import (
-    budget_settings,
-    build_storage,
-    describe_policy,
-    describe_store,
-    load_policy,
-    unix_time,
-)
+from ._setup import BudgetSettings, unix_time
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,20 +48,14 @@ class DomainBudgetMiddleware:
                 "DomainBudgetMiddleware needs the asyncio reactor: TWISTED_REACTOR ="
                 ' "twisted.internet.asyncioreactor.AsyncioSelectorReactor" (Scrapy\'s default)'
             )
-        settings = budget_settings(crawler.settings)
+        config = BudgetSettings.from_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
-        self.policy = load_policy(settings)
-        self.tz = zone(settings.get("DOMAINBUDGET_TIMEZONE"))
-        on_error = choice(settings, "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
-        self.fail_closed = on_error == "deny"
-        self.storage = build_storage(settings)
-        logger.info(
-            "Domain budgets: %s; counted in %s; days in %s",
-            describe_policy(settings),
-            describe_store(settings),
-            self.tz.key,
-        )
+        self.policy = config.policy
+        self.tz = config.tz
+        self.fail_closed = config.fail_closed
+        self.storage = config.build_storage()
+        logger.info("Domain budgets: %s", config.describe())
         self._announced: set[tuple[str, str]] = set()
         self._storage_failed = False
         self._touched: dict[str, DomainLimits] = {}

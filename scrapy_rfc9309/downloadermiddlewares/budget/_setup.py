@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,14 +14,51 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from ..._settings import BUDGET_DEFAULTS, SettingError, redacted_url, with_defaults
-from ...budget.policy import BudgetPolicy, PolicyError
+from ..._settings import BUDGET_DEFAULTS, SettingError, choice, redacted_url, with_defaults
+from ...budget.policy import BudgetPolicy, PolicyError, zone
 from ...budget.storage import MemoryStorage, RedisStorage, SQLiteStorage, StorageError
 
 if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
     from scrapy.settings import BaseSettings
 
     from ...budget.storage import BudgetStorage
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """The budget middleware's settings (``DOMAINBUDGET_*``), validated: the policy
+    loaded, the time zone of the day, what a storage failure does, and the settings
+    (defaults filled in) the storage is built from."""
+
+    policy: BudgetPolicy
+    tz: ZoneInfo
+    #: ``DOMAINBUDGET_ON_STORAGE_ERROR = "deny"``: a request the storage cannot
+    #: count is dropped (the default, ``"allow"``, lets it through).
+    fail_closed: bool
+    settings: BaseSettings
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> BudgetSettings:
+        filled = budget_settings(settings)
+        return cls(
+            policy=load_policy(filled),
+            tz=zone(filled.get("DOMAINBUDGET_TIMEZONE")),
+            fail_closed=choice(filled, "DOMAINBUDGET_ON_STORAGE_ERROR", ("allow", "deny"))
+            == "deny",
+            settings=filled,
+        )
+
+    def build_storage(self) -> BudgetStorage:
+        return build_storage(self.settings)
+
+    def describe(self) -> str:
+        """Which policy, store and time zone the crawl uses, in words."""
+        return (
+            f"{describe_policy(self.settings)}; counted in {describe_store(self.settings)};"
+            f" days in {self.tz.key}"
+        )
 
 
 def unix_time() -> float:

@@ -1,0 +1,195 @@
+"""A fleet's shared request queue that is polite by itself, for scrapy-redis:
+``SCHEDULER_QUEUE_CLASS = "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"``.
+
+scrapy-redis's own queues hand out requests in their order, whatever their host: a
+process takes a slow host's backlog into its own memory, where it waits for the
+Crawl-delay (and is lost if the process is killed), while the other processes find
+the queue empty.  Here the queue keeps one list per download slot (host) and a sorted
+set of the slots by the time each may next be contacted, so a pop returns a request
+only of a host that is ready for the whole fleet:
+
+* a host is held (not ready) from the pop of one of its requests until the process
+  that took it says the request ended, then ready ``floor`` later; a host whose floor
+  no process knows yet (its robots.txt not read) is held the same way;
+* a host known to have no floor stays ready: its requests are handed out in turns
+  with the other ready hosts;
+* a host that asked to slow down (see :mod:`.extensions.crawldelay._backoff`) is not ready
+  before its hold ends, and is floored while it backs off;
+* a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
+  process killed mid-request holds its hosts no longer).
+
+So a process holds at most one request of a floored host at a time, and a killed one
+loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
+synchronous round trip to the scrapy-redis Redis (``REDIS_URL``); its key names add
+suffixes to scrapy-redis's queue key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from scrapy import signals
+from scrapy.core.downloader import Downloader
+from twisted.internet import reactor
+
+from ..._settings import LEASE_MARGIN
+from ...downloadermiddlewares.robotstxt._fetch import META_ROBOTS
+from . import _slots
+from ._hostclock import host_clock
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+
+try:
+    from scrapy_redis.queue import Base
+except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
+    Base = object
+
+_NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+#: KEYS = hosts zset, count; ARGV = list key prefix, host, encoded request.
+_PUSH = (
+    _NOW
+    + """
+redis.call('RPUSH', ARGV[1] .. ARGV[2], ARGV[3])
+redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2])
+return 1
+"""
+)
+#: KEYS = hosts zset, count, floors hash; ARGV = list key prefix, lease (microseconds).
+#: Returns {request or false, microseconds until the next host is ready or false}.
+#: A host whose list the pop empties keeps its place (and its hold): a request pushed
+#: for it meanwhile waits for the hold too.  A ready host with an empty list is
+#: dropped from the set when a pop meets it.
+_POP = (
+    _NOW
+    + """
+for _ = 1, 100 do
+  local first = redis.call(
+    'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
+  if #first == 0 then
+    local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    if #next == 0 then return {false, false} end
+    return {false, string.format('%.0f', math.max(tonumber(next[2]) - now, 0))}
+  end
+  local host = first[1]
+  local data = redis.call('LPOP', ARGV[1] .. host)
+  if data then
+    redis.call('DECR', KEYS[2])
+    local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
+    local ready = now
+    if floor ~= 0 then ready = now + tonumber(ARGV[2]) end
+    redis.call('ZADD', KEYS[1], string.format('%.0f', ready), host)
+    return {data, false}
+  end
+  redis.call('ZREM', KEYS[1], host)
+end
+return {false, '0'}
+"""
+)
+#: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the
+#: floor is known (1) or the request was dropped before the site saw it (0: the host
+#: was ready when it was taken, so it is ready again now), how much longer the host
+#: is held (microseconds: it asked to slow down).
+_ENDED = (
+    _NOW
+    + """
+local wait = 0
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  wait = tonumber(ARGV[2])
+end
+wait = math.max(wait, tonumber(ARGV[4]))
+redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + wait), ARGV[1])
+return 1
+"""
+)
+
+#: When no host is ready, the engine looks again after at most this long (seconds):
+#: other processes may push requests for ready hosts meanwhile.
+MAX_WAKE = 1.0
+
+
+class HostReadyRedisQueue(Base):  # type: ignore[misc]
+    """scrapy-redis queue of one list per host, handed out by the hosts' ready times."""
+
+    def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
+        super().__init__(server, spider, key, serializer)
+        self.crawler = spider.crawler
+        self._clock = host_clock(self.crawler)
+        self._hosts_key = f"{self.key}:hosts"
+        self._count_key = f"{self.key}:count"
+        self._floors_key = f"{self.key}:floors"
+        self._list_prefix = f"{self.key}:host:"
+        timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
+        self._scripts = {
+            name: server.register_script(script)
+            for name, script in (("push", _PUSH), ("pop", _POP), ("ended", _ENDED))
+        }
+        self._reported: set[str] = set()  # hosts without a floor, already said so
+        self._out: dict[Request, str] = {}  # taken by this process, not yet ended
+        self._wake: Any = None
+        self.crawler.signals.connect(self._left, signal=signals.request_left_downloader)
+
+    def _host(self, request: Request) -> str:
+        key = request.meta.get(Downloader.DOWNLOAD_SLOT)
+        if key is None and self.crawler.engine is not None:
+            key = self.crawler.engine.downloader.get_slot_key(request)
+        return str(key or "")
+
+    def __len__(self) -> int:
+        return int(self.server.get(self._count_key) or 0)
+
+    def push(self, request: Request) -> None:
+        keys = [self._hosts_key, self._count_key]
+        args = [self._list_prefix, self._host(request), self._encode_request(request)]
+        self._scripts["push"](keys=keys, args=args)
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        self._settle()
+        keys = [self._hosts_key, self._count_key, self._floors_key]
+        data, wait = self._scripts["pop"](keys=keys, args=[self._list_prefix, self._lease])
+        if data:
+            request = cast("Request", self._decode_request(data))
+            self._out[request] = self._host(request)
+            return request
+        if wait is not None:
+            self._wake_engine_in(min(int(wait) / 1_000_000, MAX_WAKE))
+        return None
+
+    def _wake_engine_in(self, seconds: float) -> None:
+        if self._wake is None or not self._wake.active():
+            self._wake = cast("Any", reactor).callLater(
+                max(seconds, 0.01), _slots.wake_engine, self.crawler
+            )
+
+    def _settle(self) -> None:
+        """Let go of the hosts of taken requests that a middleware dropped (robots.txt,
+        a budget): they never reach the site, nor ``request_left_downloader``."""
+        for host in _slots.settle(self.crawler, self._out):
+            self._ended(host, 0.0, known=False)
+
+    def _left(self, request: Request, spider: Any = None) -> None:
+        if request.meta.get(META_ROBOTS):  # not from this queue; its floor comes next
+            return
+        self._out.pop(request, None)
+        host = self._host(request)
+        floor = self._clock.floor(host)
+        if not floor and host in self._reported:
+            return
+        if not floor:
+            self._reported.add(host)
+        else:
+            self._reported.discard(host)  # a host that backs off is floored for a while
+        self._ended(host, floor, known=True)
+
+    def _ended(self, host: str, floor: float, known: bool) -> None:
+        held = max(self._clock.held_until(host) - self._clock.now(), 0.0)
+        args = [host, int(floor * 1_000_000), int(known), int(held * 1_000_000)]
+        self._scripts["ended"](keys=[self._hosts_key, self._floors_key], args=args)
+
+    def clear(self) -> None:
+        hosts = self.server.zrange(self._hosts_key, 0, -1)
+        names = [self._list_prefix + host.decode() for host in hosts]
+        self.server.delete(self._hosts_key, self._count_key, self._floors_key, *names)
