@@ -21,7 +21,7 @@ from .robots import (
     DEFAULT_MAX_BYTES,
     MAX_CACHE_TTL,
     AccessPolicy,
-    Pattern,
+    compile_pattern,
     is_rfc_token,
     path_of,
     product_token,
@@ -124,7 +124,7 @@ def compile_exclusions(
                 raise SettingError(f"{name}: invalid regular expression {entry!r}: {exc}") from None
         else:
             pattern = entry if entry.startswith(("/", "*")) else "/" + entry
-            patterns.append((entry, Pattern(pattern).matches))
+            patterns.append((entry, compile_pattern(pattern).matches))
 
     def excluded(url: str) -> str | None:
         path = path_of(url)

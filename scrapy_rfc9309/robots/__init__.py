@@ -6,7 +6,7 @@ from ._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 from ._lexer import DEFAULT_MAX_BYTES, decode, split_lines
 from ._pagedirectives import page_directives
 from ._parser import Group, GroupSelection, RobotsTxt, Rule, Verdict, path_of
-from ._pattern import Pattern
+from ._pattern import Pattern, compile_pattern
 from ._preferences import NO_PREFERENCES, Preferences, parse_preference
 from ._stored import RedisRobotsStore, SQLiteRobotsStore, StoredRobots, StoreError
 from ._useragent import is_rfc_token, product_token
@@ -31,6 +31,7 @@ __all__ = [
     "StoreError",
     "StoredRobots",
     "Verdict",
+    "compile_pattern",
     "content_codings",
     "decode",
     "decode_bounded",

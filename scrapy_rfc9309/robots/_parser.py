@@ -18,7 +18,6 @@ from ._pattern import (
     PREFIX,
     SUFFIX,
     WILDCARD,
-    Parts,
     Pattern,
     canonical,
     compile_pattern,
@@ -132,7 +131,7 @@ def parse_request_rate(value: str) -> tuple[int, float] | None:
     return requests, seconds
 
 
-# A rule ready for matching: (kind, literal, start or the pattern's Parts for a
+# A rule ready for matching: (kind, literal, start or the Pattern itself for a
 # WILDCARD, verdict), see ._pattern.
 # A plain tuple: decide() unpacks thousands of them per check.
 _Candidate = tuple[int, str, Any, Verdict]
@@ -231,35 +230,35 @@ class RuleSet:
     def __init__(self, rules: Iterable[Rule]) -> None:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
         # is one pass that makes as few objects per rule as it can.
-        compiled: list[tuple[int, Parts, Rule]] = []
+        compiled: list[tuple[int, Pattern, Rule]] = []
         written: _Written = (set(), set())
         for rule in rules:
             if not _first_copy(written, rule):
                 continue
-            parts = compile_pattern(rule.pattern)
-            if parts[5] and not parts[5].startswith("/"):
+            pattern = compile_pattern(rule.pattern)
+            if pattern.head and not pattern.head.startswith("/"):
                 continue  # every path starts with "/": this rule can never match
-            compiled.append((_decision_key(parts[1], rule.allow, rule.line), parts, rule))
+            compiled.append((_decision_key(pattern.length, rule.allow, rule.line), pattern, rule))
         compiled.sort()  # the keys differ: lines are unique
-        if len({parts[0] for _, parts, _ in compiled}) < len(compiled):
+        if len({pattern.text for _, pattern, _ in compiled}) < len(compiled):
             compiled = _first_of_each_text(compiled)
         # With many rules that need literal pieces found anywhere in the path, those
         # go to a PieceIndex, and the prefix tree keeps the others.
-        pieces = [entry for entry in compiled if entry[1][2] not in _IN_TREE]
+        pieces = [(key, p, rule) for key, p, rule in compiled if p.kind not in _IN_TREE]
         self._pieces: PieceIndex | None = None
         self._positions: dict[int, int] = {}
         if len(pieces) > _PIECE_INDEX_AT:
             self._pieces = PieceIndex(pieces)
-            compiled = [entry for entry in compiled if entry[1][2] in _IN_TREE]
+            compiled = [(key, p, rule) for key, p, rule in compiled if p.kind in _IN_TREE]
             #: The position in decision order of the rule on each line of the tree.
             self._positions = {rule.line: key for key, _, rule in compiled}
         # The tree's rules in decision order; made into candidates when a node that
         # holds them is first reached (a crawl reaches few of a long file's nodes).
-        self._rules = [(parts, rule) for _, parts, rule in compiled]
+        self._rules = [(pattern, rule) for _, pattern, rule in compiled]
         self._candidates: dict[int, _Candidate] = {}
         # The tree's rules sorted by literal start: the rules below any node are then
         # a range of these, and its children's ranges are found by bisection.
-        starts = sorted([(parts[5], position) for position, (parts, _) in enumerate(self._rules)])
+        starts = sorted([(p.head, position) for position, (p, _) in enumerate(self._rules)])
         below_root = bisect_left(starts, ("/\0",))  # after "" and "/": no literal start
         self._starts = [start for start, _ in starts]
         self._positions_by_start = [position for _, position in starts]
@@ -323,7 +322,7 @@ class RuleSet:
         return ordered
 
     def _is_prefix(self, position: int) -> bool:
-        return bool(self._rules[position][0][2] == PREFIX)
+        return self._rules[position][0].kind == PREFIX
 
     def _pick(self, positions: list[int]) -> tuple[_Candidate, ...]:
         return tuple(map(self._candidate, sorted(positions)))
@@ -331,10 +330,11 @@ class RuleSet:
     def _candidate(self, position: int) -> _Candidate:
         candidate = self._candidates.get(position)
         if candidate is None:
-            parts, rule = self._rules[position]
-            kind = parts[2]
+            pattern, rule = self._rules[position]
+            kind = pattern.kind
             verdict = _new_verdict((rule.allow, str(rule), rule.line))
-            candidate = (kind, parts[3], parts if kind == WILDCARD else parts[4], verdict)
+            arg = pattern if kind == WILDCARD else pattern.start
+            candidate = (kind, pattern.literal, arg, verdict)
             self._candidates[position] = candidate
         return candidate
 
@@ -367,14 +367,16 @@ class RuleSet:
         return _new_verdict((rule.allow, str(rule), rule.line))
 
 
-def _first_of_each_text(compiled: list[tuple[int, Parts, Rule]]) -> list[tuple[int, Parts, Rule]]:
+def _first_of_each_text(
+    compiled: list[tuple[int, Pattern, Rule]],
+) -> list[tuple[int, Pattern, Rule]]:
     """*compiled* (in decision order) without the rules whose pattern is the same once
     canonical as an earlier one's ("/a%7e" and "/a~", or an Allow's pattern written
     as a Disallow): the earlier one always matches first, and the later never decides."""
     seen: set[str] = set()
     kept = []
     for entry in compiled:
-        text = entry[1][0]
+        text = entry[1].text
         if text not in seen:
             seen.add(text)
             kept.append(entry)
@@ -453,7 +455,7 @@ def _first_check(rules: list[Rule], path: str) -> Verdict:
 
 
 def _rank(rule: Rule, path: str, grams: _PathGrams | None) -> int | None:
-    pattern = Pattern(rule.pattern)
+    pattern = compile_pattern(rule.pattern)
     if (
         grams is not None
         and pattern.kind in (CONTAINS, WILDCARD)

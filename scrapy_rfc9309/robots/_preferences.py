@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import http_sf
 from http_sf.types import Token
 
-from ._pattern import Pattern
+from ._pattern import Pattern, compile_pattern
 
 #: The robots.txt record names, as the lexer reports them.
 CONTENT_USAGE = "content-usage"
@@ -84,7 +84,7 @@ def preference_line(kind: str, value: str, line: int) -> PreferenceLine | None:
     values = parse_preference(preference)
     if values is None:
         return None
-    return PreferenceLine(kind, path, values, line, value, Pattern(path))
+    return PreferenceLine(kind, path, values, line, value, compile_pattern(path))
 
 
 @dataclass(frozen=True, slots=True)
