@@ -153,8 +153,8 @@ def parse_table() -> None:
     url = "/" + "a" * 2000
     print()
     print(
-        "500 KiB hostile bodies, 2 KB URL: parse + first check, the second check (which\n"
-        "compiles the rules), a later check, memory held after the first check"
+        "500 KiB hostile bodies, 2 KB URL: parse + first check, the second check (the first\n"
+        "or the second compiles the rules), a later check, memory held after the first check"
     )
     print(f"{'body':<26} {'parse+check':>12} {'second':>10} {'later':>10} {'held':>9}")
     for name, body in shapes().items():

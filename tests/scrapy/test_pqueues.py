@@ -5,6 +5,7 @@ woken when a host becomes ready."""
 import itertools
 
 import pytest_twisted
+import scrapy
 from scrapy.core.engine import ExecutionEngine
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
@@ -12,6 +13,7 @@ from twisted.internet.defer import Deferred
 from tests.crawl import SlotOccupancy, crawl
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
+ADDON_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
 
 
 def pages(site, count):
@@ -62,5 +64,19 @@ async def test_a_jobdir_crawl_stopped_and_started_again_resumes_from_its_disk_qu
     assert second.stats.get_value("scheduler/dequeued/disk") >= 1
     assert second.spider.seen
     assert not set(first.spider.seen) & set(second.spider.seen)  # nothing fetched twice
-    # The host's folder went with its last request, as with Scrapy's own queue.
-    assert [p.name for p in (tmp_path / "job" / "requests.queue").iterdir()] == ["active.json"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_jobdir_crawl_leaves_the_folders_scrapys_own_queue_leaves(site, tmp_path):
+    """A host's folder goes with its last request where Scrapy's queue removes it
+    (Scrapy 2.19); an older Scrapy's disk queues leave their files, and the folder."""
+    left = {}
+    for queue in ("scrapy.pqueues.DownloaderAwarePriorityQueue", ADDON_QUEUE):
+        jobdir = tmp_path / queue
+        settings = {**ADDON, "JOBDIR": str(jobdir), "SCHEDULER_PRIORITY_QUEUE": queue}
+        await crawl(pages(site, 4), CLOSESPIDER_PAGECOUNT=2, **settings)
+        await crawl([], **settings)
+        left[queue] = sorted(path.name for path in (jobdir / "requests.queue").iterdir())
+    assert left[ADDON_QUEUE] == left["scrapy.pqueues.DownloaderAwarePriorityQueue"]
+    if scrapy.version_info >= (2, 19):
+        assert left[ADDON_QUEUE] == ["active.json"]

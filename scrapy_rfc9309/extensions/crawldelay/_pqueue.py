@@ -184,7 +184,7 @@ class HostReadyPriorityQueue(DownloaderAwarePriorityQueue):
         else:
             del self.pqueues[key]
             queue.close()
-            if self.key:  # a JOBDIR crawl: reclaim the slot's folder, as Scrapy >= 2.19 does
+            if self.key:  # a JOBDIR crawl: reclaim the slot's folder, as Scrapy 2.19 does
                 with suppress(OSError):  # not empty: its queues kept files
                     Path(self.key, _path_safe(key)).rmdir()
         if request is not None:
