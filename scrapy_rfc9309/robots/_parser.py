@@ -219,8 +219,8 @@ class RuleSet:
 
     __slots__ = (
         "_candidates",
+        "_keys_by_line",
         "_pieces",
-        "_positions",
         "_positions_by_start",
         "_root",
         "_rules",
@@ -246,12 +246,11 @@ class RuleSet:
         # go to a PieceIndex, and the prefix tree keeps the others.
         pieces = [(key, p, rule) for key, p, rule in compiled if p.kind not in _IN_TREE]
         self._pieces: PieceIndex | None = None
-        self._positions: dict[int, int] = {}
+        self._keys_by_line: dict[int, int] = {}  # the tree's rules' decision keys
         if len(pieces) > _PIECE_INDEX_AT:
             self._pieces = PieceIndex(pieces)
             compiled = [(key, p, rule) for key, p, rule in compiled if p.kind in _IN_TREE]
-            #: The position in decision order of the rule on each line of the tree.
-            self._positions = {rule.line: key for key, _, rule in compiled}
+            self._keys_by_line = {rule.line: key for key, _, rule in compiled}
         # The tree's rules in decision order; made into candidates when a node that
         # holds them is first reached (a crawl reaches few of a long file's nodes).
         self._rules = [(pattern, rule) for _, pattern, rule in compiled]
@@ -360,7 +359,7 @@ class RuleSet:
         if self._pieces is None:
             return verdict
         assert grams is not None
-        before = self._positions[verdict.line] if verdict.line else _LAST
+        before = self._keys_by_line[verdict.line] if verdict.line else _LAST
         rule = self._pieces.first_match(path, grams.of_length, before)
         if rule is None:
             return verdict

@@ -9,9 +9,9 @@ path (set intersections over the path's substrings, done in C), so a rule whose 
 is absent costs nothing, and a file of distinct rules costs what the rules that
 could match do.
 
-Each candidate is then tried with its segments' first positions in the path, found
-once per check and shared by every rule that names the same segment (see
-:func:`_matches`).
+Each candidate is then tried with its segments' first and last positions in the
+path, found once per check and shared by every rule that names the same segment
+(see :meth:`PieceIndex.first_match`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class PieceIndex:
     first), its compiled pattern, and what :meth:`first_match` returns for it.
     """
 
-    __slots__ = ("_by_length", "_size")
+    __slots__ = ("_by_length",)
 
     def __init__(self, rules: Sequence[tuple[int, Pattern, Any]]) -> None:
         # Built for files of 25,000 rules at a crawler's first check: C iterators where
@@ -79,13 +79,9 @@ class PieceIndex:
                 filed[key] = [entry]
             else:
                 entries.append(entry)
-        self._size = len(rules)
         #: By key length: the keys (to intersect with the path's substrings of that
         #: length, in C) and the rules filed under each.
         self._by_length = {n: (frozenset(filed), filed) for n, filed in by_length.items()}
-
-    def __len__(self) -> int:
-        return self._size
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
@@ -96,7 +92,7 @@ class PieceIndex:
             if length <= len(path):
                 for key in grams(length) & keys:
                     found.extend(filed[key])
-        found.sort()  # in decision order: positions differ
+        found.sort()  # in decision order: the keys differ
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or
         # last before it may, decides without a search of its own.
