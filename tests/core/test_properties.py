@@ -109,6 +109,19 @@ raw_paths = st.text(alphabet="/ab$%2Fe\u00e9~", max_size=10).map(lambda s: "/" +
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
 def test_the_first_check_decides_like_the_rule_index_on_patterns_to_canonicalize(rules, path):
+    assert_first_and_compiled_agree(rules, path)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
+def test_the_first_check_decides_like_the_piece_index_on_patterns_to_canonicalize(rules, path):
+    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
+        assert_first_and_compiled_agree(rules, path)
+
+
+def assert_first_and_compiled_agree(rules, path):
+    """Escapes and non-ASCII in rules and paths: the compiled rules decide as the
+    first check does."""
     body = "User-agent: *\n" + "".join(
         f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
     )
