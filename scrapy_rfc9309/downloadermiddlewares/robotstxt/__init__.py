@@ -29,7 +29,6 @@ from twisted.internet.defer import Deferred
 from ..._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
-    configured_token,
     fleet_url,
     number,
     redacted_url,
@@ -53,6 +52,7 @@ from ._fetch import (
     META_PREFERENCES,
     META_ROBOTS,
     ROBOTS_PARSED,
+    Fetcher,
     RobotsFetcher,
     authority_of,
     crawler_token,
@@ -80,8 +80,7 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
-        self.fetcher: RobotsFetcher | SharedRobotsFetcher | PersistentRobotsFetcher
-        self.fetcher = RobotsFetcher(crawler, self.config)
+        self.fetcher: Fetcher = RobotsFetcher(crawler, self.config)
         fleet = fleet_url(crawler.settings)
         if fleet:
             self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet)
@@ -103,7 +102,7 @@ class RobotsTxtMiddleware:
             logger.warning("scrapy_rfc9309: %s", mistake)
         logger.info(
             "robots.txt obeyed (RFC 9309) for product token %r; copies shared %s, %s",
-            configured_token(crawler.settings),
+            self.config.token,
             f"through the fleet Redis {redacted_url(fleet)}" if fleet else "in this process only",
             kept,
         )
@@ -113,7 +112,7 @@ class RobotsTxtMiddleware:
         return cls(crawler)
 
     def _persistent(
-        self, crawler: Crawler, fetcher: RobotsFetcher | SharedRobotsFetcher, fleet: str | None
+        self, crawler: Crawler, fetcher: Fetcher, fleet: str | None
     ) -> PersistentRobotsFetcher:
         max_bytes = self.config.max_bytes
         store: RedisRobotsStore | SQLiteRobotsStore

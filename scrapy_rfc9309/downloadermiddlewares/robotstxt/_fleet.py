@@ -1,6 +1,6 @@
 """robots.txt fetched once per authority for a whole fleet (``FLEET_REDIS_URL``).
 
-:class:`SharedRobotsFetcher` has :class:`~._robots.RobotsFetcher`'s ``fetch()``: it
+:class:`SharedRobotsFetcher` is a :class:`~._fetch.Fetcher` around another one: it
 first reads the fleet's copy in Redis; without one, the process that takes the lock
 fetches and publishes, and the others wait for its copy (for at most the fetch's
 timeout and a margin: the lock expires then, so a process killed mid-fetch blocks

@@ -1,6 +1,6 @@
 """robots.txt kept across restarts, for the robots middleware (``RFC9309_PERSISTENT_CACHE``).
 
-:class:`PersistentRobotsFetcher` has :class:`~._robots.RobotsFetcher`'s ``fetch()``:
+:class:`PersistentRobotsFetcher` is a :class:`~._fetch.Fetcher` around another one:
 it first reads the stored result of the authority (see :mod:`scrapy_rfc9309.robots._stored`): a
 fresh one is used without a request; an expired good copy is refreshed with a
 conditional request (a 304 renews it, body unchanged) and is the last good copy
@@ -20,25 +20,13 @@ from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
 from ...robots import FetchOutcome, RobotsEntry, StoredRobots, StoreError
-from ._fetch import Fetched, Revalidation, entry_for, parse_body
+from ._fetch import Fetched, Fetcher, Revalidation, entry_for, parse_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from ..._settings import RobotsSettings
 
 logger = logging.getLogger(__name__)
-
-
-class Fetcher(Protocol):
-    config: RobotsSettings
-
-    async def fetch(
-        self,
-        authority: str,
-        previous: RobotsEntry | None = None,
-        revalidate: Revalidation | None = None,
-    ) -> Fetched: ...
 
 
 class RobotsStore(Protocol):
