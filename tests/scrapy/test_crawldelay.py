@@ -1,6 +1,7 @@
 """The Crawl-delay throttle in real crawls: the gaps between request starts
 are measured in the server's own request log.  Each test sends a handful of requests."""
 
+import asyncio
 import itertools
 import time
 
@@ -8,8 +9,11 @@ import pytest_twisted
 import scrapy
 from scrapy import signals
 from scrapy.core.scheduler import Scheduler
+from twisted.internet.task import LoopingCall
 
-from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
+from scrapy_rfc9309 import CrawlDelayThrottle
+from scrapy_rfc9309.extensions.crawldelay import _slots
+from tests.crawl import BASE_SETTINGS, ChainSpider, ListSpider, crawl
 
 THROTTLE = {
     "CRAWLDELAY_ENABLED": True,
@@ -176,11 +180,13 @@ async def crawl_slow_and_fast_in_arrival_order(site, other_site, delay, slow, fa
     urls = [url for pair in itertools.zip_longest(pages(site, slow), fast_urls) for url in pair]
     await crawl(
         [url for url in urls if url],
-        CONCURRENT_REQUESTS=2,
-        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue",
-        SCHEDULER_MEMORY_QUEUE="scrapy.squeues.FifoMemoryQueue",
-        **THROTTLE,
-        **settings,
+        **{
+            "CONCURRENT_REQUESTS": 2,
+            "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
+            "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+            **THROTTLE,
+            **settings,
+        },
     )
     return [
         [hit.time for hit in each.hits if hit.path.startswith("/p/")] for each in (site, other_site)
@@ -209,6 +215,91 @@ async def test_with_crawldelay_max_waiting_0_waiting_requests_hold_their_places(
         site, other_site, 1, 2, 4, CRAWLDELAY_MAX_WAITING=0
     )
     assert max(fast) > slow[0]
+
+
+class WaitingAudit:
+    """Every 10 ms, the throttle's count of waiting requests next to a count made
+    afresh from the downloader's slots (the queues of those with a gate)."""
+
+    samples: list[tuple[int, int]] = []
+
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.call = LoopingCall(self.sample)
+        crawler.signals.connect(self.started, signal=signals.engine_started)
+        crawler.signals.connect(self.call.stop, signal=signals.spider_closed)
+
+    def started(self):
+        self.call.start(0.01)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def sample(self):
+        throttle = next(
+            each
+            for each in self.crawler.extensions.middlewares
+            if isinstance(each, CrawlDelayThrottle)
+        )
+        slots = self.crawler.engine.downloader.slots.values()
+        afresh = sum(len(slot.queue) for slot in slots if _slots.is_gated(slot))
+        self.samples.append((throttle.waiting(), afresh))
+
+
+def assert_audit_agrees():
+    assert [kept for kept, afresh in WaitingAudit.samples if kept != afresh] == []
+    assert max(afresh for _, afresh in WaitingAudit.samples) >= 1  # not an empty audit
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_waiting_count_is_the_count_of_requests_queued_in_gated_slots(site, other_site):
+    """The count is kept as requests come and go (Scrapy asks for it before each
+    request it takes): it must stay what counting the slots' queues would give."""
+    WaitingAudit.samples = []
+    await crawl_slow_and_fast_in_arrival_order(
+        site,
+        other_site,
+        0.3,
+        6,
+        6,
+        EXTENSIONS={**THROTTLE["EXTENSIONS"], WaitingAudit: 0},
+        CONCURRENT_REQUESTS=4,
+    )
+    assert_audit_agrees()
+
+
+class FirstThenRest(ListSpider):
+    """Its first URL, then the others 0.2 s later."""
+
+    async def start(self):
+        first, *rest = self.urls
+        yield scrapy.Request(first, callback=self.parse)
+        await asyncio.sleep(0.2)
+        for url in rest:
+            yield scrapy.Request(url, callback=self.parse)
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_queued_before_their_slot_gets_a_gate_are_counted_from_then(site):
+    """No floor at first, one request at a time: the other pages queue in the slot
+    behind a slow first page (Scrapy's own scheduler queue sends them on), whose 429
+    gives the slot a gate (backing off) with the pages already there."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route("/p/0", status=429, headers={"Retry-After": "1"}, delay=0.6)
+    WaitingAudit.samples = []
+    await crawl(
+        pages(site, 6),
+        spider=FirstThenRest,
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        EXTENSIONS={WaitingAudit: 0},
+        CONCURRENT_REQUESTS_PER_DOMAIN=1,
+        # Scrapy's own queue: it lets the pages reach the downloader at once.
+        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue",
+    )
+    hits = [hit.time for hit in site.hits if hit.path.startswith("/p/")]
+    assert hits[1] - hits[0] >= 1.6  # held: the 429's 0.6 s, then its Retry-After
+    assert_audit_agrees()
 
 
 class SharedQueueScheduler(Scheduler):

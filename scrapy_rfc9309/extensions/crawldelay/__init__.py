@@ -51,6 +51,7 @@ from ._hostclock import host_clock
 from ._lastseen import LastSeen
 
 if TYPE_CHECKING:
+    from scrapy.core.downloader import Slot
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser as ScrapyRobotParser
@@ -99,7 +100,6 @@ class CrawlDelayThrottle:
         clock.floor, clock.last_seen, clock.now = self.floor, self._last_seen.get, _slots.slot_clock
         if self._backoff is not None:
             clock.held_until = self._backoff.held_until
-        self._queueing_keys: set[str] = set()  # floored slot keys that may hold a queue
         self._poll: LoopingCall | None = None
         self._holds_poll: LoopingCall | None = None
         logger.info(
@@ -229,13 +229,16 @@ class CrawlDelayThrottle:
         if key is None:
             return
         self._update(key, authority_of(request), request)
-        if self._fleet is not None and request.meta.get(META_ROBOTS):
+        slot = _slots.slot(self.crawler, key)
+        if slot is None:
+            return
+        if self._fleet is not None and request.meta.get(META_ROBOTS) and not _slots.is_gated(slot):
             # A robots.txt fetch is spaced by the fleet too, from the first one on: the
             # processes that wait for its copy learn the floor from it, and their first
             # request must wait the floor after it ended.
-            slot = _slots.slot(self.crawler, key)
-            if slot is not None and not _slots.is_gated(slot):
-                _slots.set_floor(slot, 0.0, self._gate)
+            self._set_floor(slot, 0.0, gated=True)
+        if _slots.is_gated(slot):
+            self._gate.wait([request])  # Scrapy queues it in the slot next
 
     def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         assert self._backoff is not None
@@ -250,6 +253,7 @@ class CrawlDelayThrottle:
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
         slot = _slots.slot(self.crawler, key) if key is not None else None
+        self._gate.stop_waiting([request])
         if key is None or slot is None:
             return
         _slots.mark_end(slot)
@@ -261,8 +265,17 @@ class CrawlDelayThrottle:
         if self._fleet is not None and started_by_gate:
             self._fleet.ended(key, floor)
         if not floor:  # a fleet's robots.txt fetch, done: the slot is Scrapy's again
-            _slots.set_floor(slot, 0.0, None)
+            self._set_floor(slot, 0.0, gated=False)
         _slots.wake(self.crawler, key)
+
+    def _set_floor(self, slot: Slot, floor: float, gated: bool) -> None:
+        """Give *slot* *floor*, and the gate if *gated*; its queued requests wait for
+        the gate as long as it has one."""
+        was_gated = _slots.is_gated(slot)
+        _slots.set_floor(slot, floor, self._gate if gated else None)
+        if was_gated != gated:
+            queued = _slots.queued_requests(slot)
+            (self._gate.wait if gated else self._gate.stop_waiting)(queued)
 
     # -- concurrency -----------------------------------------------------
 
@@ -272,14 +285,7 @@ class CrawlDelayThrottle:
         so that a host with a long Crawl-delay cannot hold every place while its
         requests wait (the first page after a robots.txt, a request that bypassed the
         scheduler's queue), and the other hosts crawl as fast as without it."""
-        count = 0
-        for key in list(self._queueing_keys):
-            slot = _slots.slot(self.crawler, key)
-            queued = _slots.queued(slot) if slot is not None and _slots.floor_of(slot) else 0
-            if not queued:
-                self._queueing_keys.discard(key)
-            count += queued
-        return min(count, self.max_waiting)
+        return min(self._gate.waiting, self.max_waiting)
 
     # -- floors ----------------------------------------------------------
 
@@ -305,8 +311,6 @@ class CrawlDelayThrottle:
         """Give slot *key*, if live, its floor now."""
         slot = _slots.slot(self.crawler, key)
         floor = self.floor(key)
-        if floor:
-            self._queueing_keys.add(key)  # see waiting()
         if slot is None or _slots.floor_of(slot) == floor:
             return
         if not _slots.is_gated(slot):
@@ -316,7 +320,7 @@ class CrawlDelayThrottle:
                 _slots.continue_after(slot, last_seen)
             if _slots.transferring(slot):
                 self._gate.started_elsewhere(key)  # its end comes before the next start
-        _slots.set_floor(slot, floor, self._gate if floor else None)
+        self._set_floor(slot, floor, gated=bool(floor))
         if floor > self._slot_delays.get(key, self._default_delay):
             self.stats.inc_value("crawldelay/applied")
         logger.debug("Slot %s: at least %.6g s from one request's end to the next", key, floor)

@@ -136,9 +136,14 @@ def set_floor(slot: Slot, floor: float, gate: Gate | None) -> None:
     slot.__class__ = base if gate is None else _floored_class(base, floor, gate)
 
 
-def queued_key(slot: Slot) -> str | None:
-    """The slot key of the request *slot* would start next, if it has one queued."""
-    return slot_key(slot.queue[0][0]) if slot.queue else None
+def queued_request(slot: Slot) -> Request | None:
+    """The request *slot* would start next, if it has one queued."""
+    return slot.queue[0][0] if slot.queue else None
+
+
+def queued_requests(slot: Slot) -> list[Request]:
+    """The requests waiting in *slot*'s queue (not yet sent)."""
+    return [request for request, _ in slot.queue]
 
 
 def queued(slot: Slot) -> int:
