@@ -28,9 +28,16 @@ def _header(line: str) -> tuple[str, str]:
 
 
 class BroadSite:
-    def __init__(self, hosts: list[str], respond: Responder) -> None:
+    """*respond* answers every request of every host; other than robots.txt, each
+    answer is sent *page_time* seconds after the request came, and ``most_pages``
+    is the most such requests in progress at once, over all hosts."""
+
+    def __init__(self, hosts: list[str], respond: Responder, page_time: float = 0.0) -> None:
         self.hosts = hosts
         self.respond = respond
+        self.page_time = page_time
+        self.most_pages = 0
+        self._pages = 0
         self.arrivals: dict[str, list[tuple[float, str]]] = defaultdict(list)
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -62,13 +69,24 @@ class BroadSite:
                 first, *lines = head.decode("latin-1").split("\r\n")
                 path = first.split(" ", 2)[1]
                 received = dict(_header(line) for line in lines if ":" in line)
+                page = path != "/robots.txt"
                 with self._lock:
                     self.arrivals[host].append((arrived, path))
-                status, headers, body = self.respond(host, path, received)
-                lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
-                lines += [f"{name}: {value}" for name, value in headers.items()]
-                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-                await writer.drain()
+                    if page:
+                        self._pages += 1
+                        self.most_pages = max(self.most_pages, self._pages)
+                try:
+                    if page and self.page_time:
+                        await asyncio.sleep(self.page_time)
+                    status, headers, body = self.respond(host, path, received)
+                    lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
+                    lines += [f"{name}: {value}" for name, value in headers.items()]
+                    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+                    await writer.drain()
+                finally:
+                    if page:
+                        with self._lock:
+                            self._pages -= 1
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:

@@ -52,6 +52,24 @@ async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_
     assert len(crawler.spider.seen) == HOSTS * PAGES
 
 
+@pytest_twisted.ensureDeferred
+async def test_requests_that_waited_for_their_hosts_take_a_place_of_concurrent_requests_to_start():
+    """Requests waiting in the downloader for their host's Crawl-delay are left out of
+    CONCURRENT_REQUESTS, so that they hold no place; the first pages of 80 hosts wait
+    so, their floors passing within moments of each other: to start, each must take
+    a place, and the sites never have more pages in progress than places."""
+    site = BroadSite(addresses(80), respond, page_time=0.2)
+    try:
+        urls = [site.url(host, f"/p/{number}") for number in range(2) for host in site.hosts]
+        crawler = await crawl(
+            urls, ADDONS={"scrapy_rfc9309.Addon": 500}, CONCURRENT_REQUESTS=6, LOG_LEVEL="WARNING"
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 160
+    assert site.most_pages <= 6
+
+
 @pytest.fixture
 def slow_down_site():
     """Every host answers its first page request 429 with Retry-After: 1."""

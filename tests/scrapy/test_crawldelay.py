@@ -9,6 +9,8 @@ import pytest_twisted
 import scrapy
 from scrapy import signals
 from scrapy.core.scheduler import Scheduler
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from scrapy_rfc9309 import CrawlDelayThrottle
@@ -166,6 +168,25 @@ async def test_requests_already_queued_when_a_robots_txt_arrives_get_its_delay(s
     )
     assert other_site.paths() == ["/robots.txt"]
     assert min(gaps(site)) >= 0.475
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_fetch_queued_behind_a_waiting_request_does_not_hang_the_crawl(
+    site, other_site
+):
+    """Both sites share a slot (one host name), gated by the site's Crawl-delay.  The
+    other site's page holds the only place of CONCURRENT_REQUESTS while it waits for
+    its robots.txt, whose fetch is queued in that slot behind the site's second page:
+    that page needs a place to start, and one held in a downloader middleware must
+    not count, or neither would ever start."""
+    robots(site, b"User-agent: *\nCrawl-delay: 0.3\n")
+    robots(other_site, b"User-agent: *\nAllow: /\n")
+    crawling = Deferred.fromCoroutine(
+        crawl(pages(site, 2) + pages(other_site, 1), CONCURRENT_REQUESTS=1, **THROTTLE)
+    )
+    crawling.addTimeout(20, reactor)  # a hang fails the test (TimeoutError)
+    crawler = await crawling
+    assert len(crawler.spider.seen) == 3
 
 
 async def crawl_slow_and_fast_in_arrival_order(site, other_site, delay, slow, fast, **settings):

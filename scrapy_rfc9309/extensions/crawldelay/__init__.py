@@ -85,6 +85,8 @@ class CrawlDelayThrottle:
             self.floor, self._fleet, self._backoff.held if self._backoff else None
         )
         self.max_waiting = config.max_waiting
+        self._concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
+        self._in_slots = 0  # requests that reached the downloader's slots, not yet left
         self.policy: BudgetPolicy | None = None
         settings = crawler.settings
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
@@ -178,7 +180,8 @@ class CrawlDelayThrottle:
         try:
             _slots.check_engine(self.crawler)
             if self.max_waiting:
-                _slots.leave_out_of_concurrency(self.crawler, self.waiting)
+                _slots.leave_out_of_concurrency(self.crawler, self.waiting, self.max_waiting)
+                self._gate.set_places(self._has_place)
         except _slots.SeamError as exc:
             self._stop(exc)
             return
@@ -200,7 +203,12 @@ class CrawlDelayThrottle:
 
     def _poll_while_waiting(self) -> None:
         if self.waiting():
+            # Places also free when a middleware drops a request: no request left.
+            self._gate.start_parked(self._wake)
             _slots.wake_engine(self.crawler)
+
+    def _wake(self, key: str) -> None:
+        _slots.wake(self.crawler, key)
 
     def _engine_stopped(self) -> None:
         for poll in (self._poll, self._holds_poll):
@@ -225,6 +233,7 @@ class CrawlDelayThrottle:
                 self._apply_floor(key)
 
     def _reached(self, request: Request, spider: Any = None) -> None:
+        self._in_slots += 1
         key = _slots.slot_key(request)
         if key is None:
             return
@@ -253,7 +262,9 @@ class CrawlDelayThrottle:
     def _left(self, request: Request, spider: Any = None) -> None:
         key = _slots.slot_key(request)
         slot = _slots.slot(self.crawler, key) if key is not None else None
+        self._in_slots -= 1
         self._gate.stop_waiting([request])
+        self._gate.start_parked(self._wake)  # its place, before the engine takes it
         if key is None or slot is None:
             return
         _slots.mark_end(slot)
@@ -279,13 +290,21 @@ class CrawlDelayThrottle:
 
     # -- concurrency -----------------------------------------------------
 
+    def _has_place(self) -> bool:
+        """Whether a request waiting in a floored slot may start: fewer requests than
+        ``CONCURRENT_REQUESTS`` in the downloader's slots besides the waiting ones.
+        (Requests still in downloader middlewares are not counted: some of them wait
+        for a robots.txt fetch that may be queued behind a waiting request.)"""
+        return self._concurrency <= 0 or self._in_slots - self._gate.waiting < self._concurrency
+
     def waiting(self) -> int:
-        """How many requests wait in floored slots for their turn, up to
-        ``CRAWLDELAY_MAX_WAITING``: these do not count against ``CONCURRENT_REQUESTS``,
-        so that a host with a long Crawl-delay cannot hold every place while its
-        requests wait (the first page after a robots.txt, a request that bypassed the
-        scheduler's queue), and the other hosts crawl as fast as without it."""
-        return min(self._gate.waiting, self.max_waiting)
+        """How many requests wait in floored slots for their turn.  Up to
+        ``CRAWLDELAY_MAX_WAITING`` of them do not count against
+        ``CONCURRENT_REQUESTS`` while they wait, so that a host with a long
+        Crawl-delay cannot hold every place (the first page after a robots.txt, a
+        request that bypassed the scheduler's queue), and the other hosts crawl as
+        fast as without it; each takes a place again to start."""
+        return self._gate.waiting
 
     # -- floors ----------------------------------------------------------
 

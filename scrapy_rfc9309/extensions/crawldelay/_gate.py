@@ -26,10 +26,15 @@ def _never_held(key: str) -> bool:
     return False
 
 
+def _always() -> bool:
+    return True
+
+
 class EndToStartGate:
     """Admits one request at a time per floored slot key, none while *held(key)* (a
-    host backing off, see :mod:`._backoff`); with *fleet*, only once the fleet's
-    Redis holds the host for this process.  *floor* gives a key's floor."""
+    host backing off, see :mod:`._backoff`), none while *has_place()* is false (see
+    :meth:`set_places`); with *fleet*, only once the fleet's Redis holds the host for
+    this process.  *floor* gives a key's floor."""
 
     def __init__(
         self,
@@ -43,11 +48,25 @@ class EndToStartGate:
         self._on_the_wire: set[str] = set()  # keys with a started request not yet ended
         self._admitted: set[str] = set()  # those this gate let start
         self._waiting: set[Request] = set()  # requests queued in gated slots
+        self._has_place = _always
+        self._parked: dict[str, None] = {}  # keys refused for want of a place, in order
+
+    def set_places(self, has_place: Callable[[], bool]) -> None:
+        """From now on a request starts only when ``has_place()``: the requests
+        waiting here are left out of ``CONCURRENT_REQUESTS`` while they wait, and take
+        a place of it to start (else hundreds whose floors pass together would start
+        at once).  A slot refused for want of one is parked: see :meth:`start_parked`."""
+        self._has_place = has_place
 
     def admits(self, slot: Slot) -> bool:
         request = _slots.queued_request(slot)
-        key = _slots.slot_key(request) if request is not None else None
+        if request is None:
+            return False
+        key = _slots.slot_key(request)
         if key is None or key in self._on_the_wire or self._held(key):
+            return False
+        if not self._has_place():
+            self._parked[key] = None
             return False
         if self._fleet is not None and not self._fleet.admits(key, self._floor(key)):
             return False
@@ -55,6 +74,14 @@ class EndToStartGate:
         self._admitted.add(key)
         self._waiting.discard(request)  # the downloader starts it now
         return True
+
+    def start_parked(self, wake: Callable[[str], None]) -> None:
+        """Have the slots parked for want of a place look at their queues again,
+        longest parked first, while a place is free: *wake(key)* does it."""
+        while self._parked and self._has_place():
+            key = next(iter(self._parked))
+            del self._parked[key]
+            wake(key)
 
     @property
     def waiting(self) -> int:

@@ -262,9 +262,9 @@ def check_engine(crawler: Crawler) -> None:
         raise SeamError("the engine", f"{type(exc).__name__}: {exc}") from exc
 
 
-def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> None:
+def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int], most: int) -> None:
     """From now on, the downloader's ``CONCURRENT_REQUESTS`` test leaves out the
-    requests *waiting()* counts.
+    requests *waiting()* counts, *most* of them at most.
 
     Scrapy counts a request against ``CONCURRENT_REQUESTS`` from the moment it
     reaches the downloader, including while it waits in its slot's queue for the
@@ -278,7 +278,7 @@ def leave_out_of_concurrency(crawler: Crawler, waiting: Callable[[], int]) -> No
     total = downloader.total_concurrency
 
     def needs_backout() -> bool:
-        return 0 < total <= len(downloader.active) - waiting()
+        return 0 < total <= len(downloader.active) - min(waiting(), most)
 
     probes = [Request(f"data:,{n}") for n in range(total)]
     downloader.active.update(probes)
