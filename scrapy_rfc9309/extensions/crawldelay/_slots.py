@@ -22,6 +22,7 @@ a floored slot's ``__class__``         ``download_delay()`` is drawn anew at eve
                                        the end of a response, it spaces end to start.
 ``Downloader._process_queue(slot)``    has a slot look at its queue again once its
                                        previous request has ended.
+``Slot.queue`` (its head)              the request a gated slot would start next.
 ``Downloader.active``                  tells a request the scheduler released that is
                                        still being handled from one that is done
                                        (dropped by a middleware or downloaded).
@@ -196,13 +197,13 @@ def continue_after(slot: Slot, seen: float) -> None:
 
 
 class _Refusing:
-    """A gate that refuses, and says whether it was asked."""
+    """A gate that refuses, and keeps the request it was asked about."""
 
     def __init__(self) -> None:
-        self.asked = False
+        self.asked: Request | None = None
 
     def admits(self, slot: Slot) -> bool:
-        self.asked = True
+        self.asked = queued_request(slot)
         return False
 
 
@@ -221,7 +222,8 @@ def check_slots() -> None:
         set_floor(probe, 1000.0, gate)
         if probe.download_delay() != 1000.0:
             raise SeamError("Slot.download_delay", "a floored slot's delay is not the floor")
-        probe.queue.append((Request("data:,probe"), Deferred()))
+        request = Request("data:,probe")
+        probe.queue.append((request, Deferred()))
         for clock in (time.monotonic, time.time):
             probe.lastseen = clock()
             downloader._process_queue(probe)
@@ -235,7 +237,7 @@ def check_slots() -> None:
         probe.close()
         probe.lastseen = _slot_clock() - 2000.0  # the floor has passed
         downloader._process_queue(probe)
-        if not gate.asked or len(probe.queue) != 1:
+        if gate.asked is not request or len(probe.queue) != 1:
             raise SeamError(
                 "Slot.free_transfer_slots", "the downloader starts requests without asking it"
             )
