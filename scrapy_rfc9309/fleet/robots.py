@@ -31,6 +31,13 @@ return 1
 """
 
 
+# Release the lock, if this process still holds it.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
 class SharedRobotsError(Exception):
     """Redis could not be reached or refused the call."""
 
@@ -80,6 +87,10 @@ class SharedRobots:
         key = f"{self.prefix}:lock:{authority}"
         reply = await self._call("SET", key, token, "NX", "PX", max(int(seconds * 1000), 1))
         return token if reply == "OK" else None
+
+    async def release(self, authority: str, token: str) -> None:
+        """Give up the lock taken with *token* without publishing."""
+        await self._call("EVAL", _RELEASE, 1, f"{self.prefix}:lock:{authority}", token)
 
     async def publish(self, authority: str, fetch: SharedFetch, token: str) -> None:
         """Share *fetch* for its ``ttl`` and release the lock taken with *token*."""

@@ -12,8 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+import pytest_twisted
 import redis
+from scrapy.utils.test import get_crawler
 
+from scrapy_rfc9309._settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
+from scrapy_rfc9309.downloadermiddlewares.robotstxt._fleet import SharedRobotsFetcher
+from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
+from tests.broad_site import BroadSite, addresses
+from tests.helpers import on_loop
 from tests.server import Route
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,6 +157,93 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     gaps = page_gaps(site, robots_too=True)
     assert min(gaps) >= CRAWL_DELAY, gaps
     assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) >= 10
+
+
+def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_included(
+    fleet_redis,
+):
+    """The fleet in a broad crawl: 200 hosts on 127.0.x.y, each with a Crawl-delay,
+    robots.txt fetched by whichever process comes first and pages by any: on every
+    host's own clock, no two requests closer than the Crawl-delay; each robots.txt
+    fetched once; never more pages in progress at the sites than the three processes'
+    places."""
+    hosts, pages = 200, 2
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode()
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(hosts, first=600), respond, page_time=0.05)
+    try:
+        # A host's pages side by side in the fleet's queue: processes popping at once
+        # take pages of one host, and one of them fetches its robots.txt.
+        urls = [site.url(host, f"/p/{n}") for host in site.hosts for n in range(pages)]
+        settings = fleet_settings(
+            fleet_redis,
+            DOMAINBUDGET_ENABLED=False,
+            CONCURRENT_REQUESTS=16,
+            REDIS_START_URLS_BATCH_SIZE=30,
+        )
+        stats = wait_all(start_fleet(settings, urls))
+    finally:
+        site.close()
+    gaps = site.gaps()
+    assert len(gaps) == hosts * pages  # robots.txt once per host, then its pages
+    short = sorted(gap for gap in gaps if gap[0] < CRAWL_DELAY)
+    assert short == [], f"{len(short)} of {len(gaps)} gaps short, shortest {short[:3]}"
+    assert sum(s.get("fleet/robots_fetched", 0) for s in stats) == hosts
+    assert site.most_pages <= 3 * 16
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_copy_published_between_a_read_and_the_lock_is_used_not_fetched_again(
+    fleet_redis,
+):
+    """Process B reads no copy; process A, which held the lock, publishes its copy and
+    lets go of the lock; B then takes the lock.  B must use A's copy (the broad fleet
+    crawl above met this: two fetches of one robots.txt, 10 ms apart)."""
+    crawler = get_crawler(settings_dict={"FLEET_REDIS_URL": fleet_redis})
+    config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
+
+    class Site:
+        config = None
+        fetches = 0
+
+        async def fetch(self, authority, previous=None, revalidate=None):
+            Site.fetches += 1
+            raise AssertionError("fetched although the fleet had a copy")
+
+    site = Site()
+    site.config = config
+    fetcher = SharedRobotsFetcher(crawler, site, fleet_redis)
+    process_a = SharedRobots(fleet_redis)
+    authority = "http://a.example"
+    read = fetcher.shared.get
+
+    async def read_then_a_publishes(key):
+        found = await read(key)
+        if found is None:
+            token = await process_a.lock(key, 5)
+            body = b"User-agent: *\nDisallow: /x\n"
+            await process_a.publish(key, SharedFetch("success", 200, body, 60), token)
+        return found
+
+    fetcher.shared.get = read_then_a_publishes
+
+    async def scenario():
+        try:
+            return await fetcher.fetch(authority)
+        finally:
+            fetcher.close()
+            process_a.close()
+
+    fetched = await on_loop(scenario())
+    assert Site.fetches == 0
+    assert not fetched.entry.check(f"{authority}/x", "TestBot").allowed
+    assert crawler.stats.get_value("fleet/robots_shared") == 1
+    left = redis.Redis.from_url(fleet_redis).exists(f"rfc9309:robots:lock:{authority}")
+    assert left == 0  # the lock taken in vain is let go
 
 
 def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polite(site):

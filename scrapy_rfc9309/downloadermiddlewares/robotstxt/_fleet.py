@@ -61,22 +61,37 @@ class SharedRobotsFetcher:
         while True:
             shared = await self.shared.get(authority)
             self.health.answered()
+            if shared is None:
+                token = await self.shared.lock(authority, lock_life)
+                if token is not None:
+                    # Read again: the process that fetched may have published, and let
+                    # go of the lock, between the first read and the lock.
+                    shared = await self.shared.get(authority)
+                    if shared is None:
+                        return await self._fetch_and_publish(authority, previous, revalidate, token)
+                    await self.shared.release(authority, token)
             if shared is not None:
                 self.stats.inc_value("fleet/robots_shared")
                 return await self._from_shared(authority, shared, previous)
-            token = await self.shared.lock(authority, lock_life)
-            if token is not None:
-                fetched = await self.fetcher.fetch(authority, previous, revalidate)
-                try:
-                    await self.shared.publish(authority, _to_shared(fetched), token)
-                except SharedRobotsError as exc:  # fetched all the same: no second fetch
-                    self.health.failed(exc, "fleet/robots_error")
-                else:
-                    self.stats.inc_value("fleet/robots_fetched")
-                return fetched
             if monotonic() > deadline:  # the holder is gone or stuck: fetch here
                 return await self.fetcher.fetch(authority, previous, revalidate)
             await asyncio.sleep(POLL_INTERVAL)
+
+    async def _fetch_and_publish(
+        self,
+        authority: str,
+        previous: RobotsEntry | None,
+        revalidate: Revalidation | None,
+        token: str,
+    ) -> Fetched:
+        fetched = await self.fetcher.fetch(authority, previous, revalidate)
+        try:
+            await self.shared.publish(authority, _to_shared(fetched), token)
+        except SharedRobotsError as exc:  # fetched all the same: no second fetch
+            self.health.failed(exc, "fleet/robots_error")
+        else:
+            self.stats.inc_value("fleet/robots_fetched")
+        return fetched
 
     async def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None

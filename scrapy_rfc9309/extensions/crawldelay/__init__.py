@@ -203,7 +203,8 @@ class CrawlDelayThrottle:
 
     def _poll_while_waiting(self) -> None:
         if self.waiting():
-            # Places also free when a middleware drops a request: no request left.
+            # A place also frees, with no request leaving, when a slot gets its gate
+            # with requests already queued: they start waiting.
             self._gate.start_parked(self._wake)
             _slots.wake_engine(self.crawler)
 

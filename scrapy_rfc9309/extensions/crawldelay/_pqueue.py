@@ -19,8 +19,10 @@ heap ordered by the time each may next start a request:
   at a time, and takes turns with the other ready slots.
 
 A pop costs O(log slots) heap work, plus a look at the requests released and not yet
-done (at most ``CONCURRENT_REQUESTS`` of them).  A slot whose queue waits for its
-time costs one heap entry (~100 bytes) and one wake-up of the engine at that time.
+done (those in the downloader: ``CONCURRENT_REQUESTS`` of them, and the ones waiting
+there for their host's floor, up to ``CRAWLDELAY_MAX_WAITING`` more).  A slot whose
+queue waits for its time costs one heap entry (~100 bytes) and one wake-up of the
+engine at that time.
 """
 
 from __future__ import annotations
