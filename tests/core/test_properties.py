@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
 from scrapy_rfc9309.robots import _parser
-from scrapy_rfc9309.robots._pattern import compile_pattern
+from scrapy_rfc9309.robots._pattern import canonical, compile_pattern, pattern_texts
 from tests.core import reference_lexer
 
 
@@ -234,3 +234,31 @@ def test_parse_builds_what_the_record_stream_builds_for_every_real_file():
             assert model(RobotsTxt.parse(body, lenient=lenient)) == model(
                 parsed_from_records(body, lenient)
             ), path.name
+
+
+def reference_text(raw):
+    """A pattern's text form, one pattern and one piece at a time: each literal piece
+    made canonical as a path is, then its literal "*" and "$" written "%2A" / "%24"."""
+    anchored = raw.endswith("$")
+    pieces = [canonical(piece) for piece in (raw[:-1] if anchored else raw).split("*")]
+    text = "*".join(piece.replace("*", "%2A").replace("$", "%24") for piece in pieces)
+    return text + ("$" if anchored else "")
+
+
+# Escapes in any case, "%" starting no escape, "$" anywhere, line breaks, lone
+# surrogates (a lexer's escaped octets), and sometimes more distinct characters to
+# encode than pattern_texts replaces one by one.
+text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) | st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=12
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(text_patterns, max_size=60))
+def test_rfc_2_2_3_patterns_take_their_text_form_all_at_once_as_one_by_one(raws):
+    assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
+
+
+def test_rfc_2_2_3_many_distinct_characters_to_encode_take_their_text_form():
+    raws = [f"/*{chr(0x4E00 + n)}{n}*%7e$" for n in range(200)] + ["/a b$c$"]
+    assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
