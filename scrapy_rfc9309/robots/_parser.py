@@ -7,8 +7,8 @@ import gc
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -182,9 +182,26 @@ _LEAF_SIZE = 16
 _MAX_DEPTH = 200
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector, if enabled, for the block.
+#: Parsing more lines, or compiling more rules, than this pauses the garbage collector.
+_PAUSE_COLLECTOR_AT = 2_000
+
+
+class _CollectorPaused:
+    """Python's cyclic garbage collector paused for a ``with`` block (see
+    :func:`_collector_paused`)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        gc.enable()
+
+
+def _collector_paused(size: int) -> AbstractContextManager[None]:
+    """A ``with`` block's context: the garbage collector paused, if it is enabled and
+    *size* (lines to parse, rules to compile) is above :data:`_PAUSE_COLLECTOR_AT`.
 
     Parsing and compiling a file make several objects a rule, none in a reference
     cycle, and every 700 of them set off a collection that walks the young objects,
@@ -193,14 +210,9 @@ def _collector_paused() -> Iterator[None]:
     when the collector runs changes: it runs again as soon as the block ends.  (A
     program that disables it on another thread meanwhile finds it enabled again.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    if size <= _PAUSE_COLLECTOR_AT or not gc.isenabled():
+        return nullcontext()
+    return _CollectorPaused()
 
 
 class _Node:
@@ -255,8 +267,9 @@ class RuleSet:
     )
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        with _collector_paused():
-            self._index(list(rules))
+        rules = list(rules)
+        with _collector_paused(len(rules)):
+            self._index(rules)
 
     def _index(self, rules: list[Rule]) -> None:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
@@ -752,8 +765,9 @@ class RobotsTxt:
             raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
             raw, truncated = lexer.truncate(raw, max_bytes)
             text = lexer.decode(raw)
-        with _collector_paused():
-            return _parse_lines(lexer.split_lines(text), lenient, truncated)
+        lines = lexer.split_lines(text)
+        with _collector_paused(len(lines)):
+            return _parse_lines(lines, lenient, truncated)
 
     def memory_estimate(self) -> int:
         """An upper estimate of the bytes this object holds once a crawler has
