@@ -279,7 +279,7 @@ def bench_memory(files: dict[str, str]) -> list[str]:
     ]
 
 
-def bench_adversarial() -> list[str]:
+def bench_adversarial(repeat: int) -> list[str]:
     out = []
     patterns = ["/*a*a*a*a*a*a*a*a*b$", "/" + "*a" * 50 + "*b", "/*" + "a*" * 20 + "ab$"]
     for pattern in patterns:
@@ -315,11 +315,11 @@ def bench_adversarial() -> list[str]:
             times["later"] = best_of(3, lambda p=parsed, u=url: p.allowed(u, "MyCrawler")) * 1e3
             out.append(row(f"500 KiB {label:<12} {length:>6} B URL (ms)", times, "{:.1f}"))
             out.append(f"{'':<4}(scrapy_rfc9309, a later check: {times['later']:.1f} ms)")
-    out.extend(worst_checks())
+    out.extend(worst_checks(repeat))
     return out
 
 
-def worst_checks(rounds: int = 3) -> list[str]:
+def worst_checks(rounds: int) -> list[str]:
     """The worst cases found for one check of scrapy_rfc9309, CPU time, best of
     *rounds*: hostile 500 KiB files of ~25,000 distinct rules, against 2,083-character
     URLs whose digits make every rule's literal pieces present (so no piece rejects a
@@ -394,7 +394,7 @@ def main() -> None:
         bench_big_file(args.repeat),
         bench_checks(files, urls, args.repeat),
         bench_memory(files),
-        bench_adversarial(),
+        bench_adversarial(args.repeat),
     ):
         print("\n".join(section))
         sys.stdout.flush()
