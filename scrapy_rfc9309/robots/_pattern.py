@@ -101,21 +101,18 @@ _TEXT_ESCAPES = {
 #: text form: a character to encode or decode, or a "$" that is not the last.
 _TEXT_NEEDS_WORK = re.compile(rf"[^{_URI_CHARS}\n]|\$(?!\n)")
 _LITERAL_DOLLAR = re.compile(r"\$(?!\n)")
-#: Characters to percent-encode in a text of patterns.
-_TEXT_TO_ENCODE = re.compile(rf"[^{_URI_CHARS}%\n]")
-#: Up to this many distinct characters to encode are each replaced in one pass over
-#: all patterns; more are encoded match by match.
-_REPLACED_AT_MOST = 40
+#: A character to percent-encode in a text of patterns (captured: split() keeps it).
+_TEXT_TO_ENCODE = re.compile(rf"([^{_URI_CHARS}%\n])")
 
 
 def pattern_texts(raws: list[str]) -> list[str]:
     """The text form (:attr:`Pattern.text`) of each raw pattern of *raws*.
 
     Made in a few passes over all of them joined, one a line: a hostile file's
-    ~25,000 patterns with an escape each take 6 ms instead of 52 one by one, with a
-    non-ASCII character each 3 ms instead of 72 (24 when each has its own), with
-    nothing to change 2.5 ms (best of 7, ``tests/core/test_properties.reference_text``
-    as the one by one).
+    ~25,000 patterns with an escape each take 6 ms instead of 54 one by one, with a
+    non-ASCII character each 5 ms instead of 72 (17 when each has its own), with
+    nothing to change 2.7 ms instead of 31 (best of 7,
+    ``tests/core/test_properties.reference_text`` as the one by one).
     """
     joined = "\n".join(raws) + "\n"
     if joined.count("\n") != len(raws):  # a line break in a pattern: it is encoded
@@ -126,15 +123,12 @@ def pattern_texts(raws: list[str]) -> list[str]:
     # The escapes written first: those made below are in text form already.
     if "%" in joined:
         joined = _canonical_escapes(joined, _TEXT_ESCAPES)
-    text = _LITERAL_DOLLAR.sub("%24", joined)
-    to_encode = set(_TEXT_TO_ENCODE.findall(text))
-    if len(to_encode) <= _REPLACED_AT_MOST:
-        for char in to_encode:
-            text = text.replace(char, _escape(char))
-    else:
-        escapes = {char: _escape(char) for char in to_encode}
-        text = _TEXT_TO_ENCODE.sub(lambda match: escapes[match.group(0)], text)
-    return text.split("\n")[:-1]
+    parts = _TEXT_TO_ENCODE.split(_LITERAL_DOLLAR.sub("%24", joined))
+    if len(parts) > 1:  # every other part is a character to encode
+        chars = parts[1::2]
+        escapes = {char: _escape(char) for char in set(chars)}
+        parts[1::2] = map(escapes.__getitem__, chars)  # in C: no call per character
+    return "".join(parts).split("\n")[:-1]
 
 
 # Pattern kinds.  The common shapes are plain string operations that the rule
