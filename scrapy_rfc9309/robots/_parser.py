@@ -144,9 +144,8 @@ _Candidate = tuple[int, str, Any, Verdict]
 def _decision_key(length: int, allow: bool, line: int) -> int:
     """The order in which rules decide (§2.2.2), smallest first: the longest pattern,
     ``Allow`` on a tie, then the earliest line.  One number (lines are below 2**32),
-    shared by the first check and the compiled :class:`RuleSet` (which computes it
-    inline): sorting a 25,000-rule file by it is 5 times faster than by a tuple
-    (measured)."""
+    shared by the first check and the compiled :class:`RuleSet`: sorting a
+    25,000-rule file by it is 5 times faster than by a tuple (measured)."""
     return ((-length) << 33) + ((not allow) << 32) + line
 
 
@@ -280,11 +279,8 @@ class RuleSet:
             raws = [rule.pattern for rule in rules]
         texts = pattern_texts(raws)
         # Every path starts with "/": a pattern that starts otherwise ("a*") never matches.
-        # _decision_key() inline: with its two calls a rule, 25,000 rules take 7.3 ms, not 5.7.
         ordered = [
-            ((-literal_length(text) << 33) + ((not rule[0]) << 32) + rule[2], text, rule)
-            if "%2" in text
-            else ((-len(text) << 33) + ((not rule[0]) << 32) + rule[2], text, rule)
+            (_decision_key(literal_length(text), rule.allow, rule.line), text, rule)
             for text, rule in zip(texts, rules, strict=True)
             if text[:1] in "/*"
         ]

@@ -246,8 +246,7 @@ def reference_text(raw):
 
 
 # Escapes in any case, "%" starting no escape, "$" anywhere, line breaks, lone
-# surrogates (a lexer's escaped octets), and sometimes more distinct characters to
-# encode than pattern_texts replaces one by one.
+# surrogates (a lexer's escaped octets), and any character at all.
 text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) | st.text(
     alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=12
 )
@@ -256,9 +255,4 @@ text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) |
 @settings(max_examples=500, deadline=None)
 @given(st.lists(text_patterns, max_size=60))
 def test_rfc_2_2_3_patterns_take_their_text_form_all_at_once_as_one_by_one(raws):
-    assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
-
-
-def test_rfc_2_2_3_many_distinct_characters_to_encode_take_their_text_form():
-    raws = [f"/*{chr(0x4E00 + n)}{n}*%7e$" for n in range(200)] + ["/a b$c$"]
     assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
