@@ -10,6 +10,8 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, not_
 from typing import Any, NamedTuple
 
 from . import _lexer as lexer
@@ -23,8 +25,9 @@ from ._pattern import (
     canonical,
     compile_pattern,
     compile_text,
+    heads,
     is_canonical,
-    literal_length,
+    literal_lengths,
     pattern_texts,
     wildcard_matches,
 )
@@ -271,45 +274,45 @@ class RuleSet:
 
     def _index(self, rules: list[Rule]) -> None:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
-        # is one pass, in C where it can be, that makes as few objects per rule as it can.
-        raws = [rule.pattern for rule in rules]
-        if len(set(raws)) < len(raws):  # 36,000 copies of a line: one is compiled
-            written: _Written = (set(), set())
+        # is one pass, in C where it can be, that makes as few objects per rule as it
+        # can; a rule is compiled only when a check first needs it.
+        if len(set(map(attrgetter("pattern"), rules))) < len(rules):
+            written: _Written = (set(), set())  # 36,000 copies of a line: one is kept
             rules = [rule for rule in rules if _first_copy(written, rule)]
-            raws = [rule.pattern for rule in rules]
-        texts = pattern_texts(raws)
+        allows, raws, lines = zip(*rules, strict=True) if rules else ((), (), ())
+        texts = pattern_texts(list(raws))
+        keys = map(_decision_key, literal_lengths(texts), allows, lines)
         # Every path starts with "/": a pattern that starts otherwise ("a*") never matches.
-        ordered = [
-            (_decision_key(literal_length(text), rule.allow, rule.line), text, rule)
-            for text, rule in zip(texts, rules, strict=True)
-            if text[:1] in "/*"
-        ]
-        ordered.sort()  # the keys differ: lines are unique
+        usable = map(str.startswith, texts, repeat(("/", "*")))
+        ordered = sorted(compress(zip(keys, texts, rules, strict=True), usable))  # the keys differ
+        texts = list(map(itemgetter(1), ordered))
         # A line repeated, or the same pattern once canonical, never decides after the first.
-        if len({text for _, text, _ in ordered}) < len(ordered):
+        if len(set(texts)) < len(texts):
             ordered = _first_of_each_text(ordered)
-        # With many rules that need literal pieces found anywhere in the path, those
-        # go to a PieceIndex, and the prefix tree keeps the others.
-        in_tree: list[_Texted] = []
-        pieces: list[_Texted] = []
-        for entry in ordered:
-            (pieces if "*" in entry[1].rstrip("$").rstrip("*") else in_tree).append(entry)
+            texts = list(map(itemgetter(1), ordered))
+        # With many rules that need literal pieces found anywhere in the path (a "*"
+        # with a literal piece after it), those go to a PieceIndex, and the prefix
+        # tree keeps the others.
+        ends = map(str.rstrip, map(str.rstrip, texts, repeat("$")), repeat("*"))
+        in_pieces = list(map(str.__contains__, ends, repeat("*")))
         self._pieces: PieceIndex | None = None
         self._keys_by_line: dict[int, int] = {}  # the tree's rules' decision keys
-        if len(pieces) > _PIECE_INDEX_AT:
-            self._pieces = PieceIndex(pieces)
-            ordered = in_tree
+        if sum(in_pieces) > _PIECE_INDEX_AT:
+            self._pieces = PieceIndex(list(compress(ordered, in_pieces)))
+            in_tree = list(map(not_, in_pieces))
+            ordered = list(compress(ordered, in_tree))
+            texts = list(compress(texts, in_tree))
             self._keys_by_line = {rule.line: key for key, _, rule in ordered}
-        # The tree's rules in decision order; made into candidates when a node that
-        # holds them is first reached (a crawl reaches few of a long file's nodes).
-        self._rules = [(compile_text(text), rule) for _, text, rule in ordered]
+        # The tree's rules in decision order; compiled into candidates when a node
+        # that holds them is first reached (a crawl reaches few of a long file's nodes).
+        self._rules = ordered
         self._candidates: dict[int, _Candidate] = {}
         # The tree's rules sorted by literal start: the rules below any node are then
         # a range of these, and its children's ranges are found by bisection.
-        starts = sorted([(p.head, position) for position, (p, _) in enumerate(self._rules)])
+        starts = sorted(zip(heads(texts), range(len(texts)), strict=True))
         below_root = bisect_left(starts, ("/\0",))  # after "" and "/": no literal start
-        self._starts = [start for start, _ in starts]
-        self._positions_by_start = [position for _, position in starts]
+        self._starts = list(map(itemgetter(0), starts))
+        self._positions_by_start = list(map(itemgetter(1), starts))
         ended = self._cut(self._positions_by_start[:below_root])
         self._root = self._build(below_root, len(starts), 0, ended)
 
@@ -370,7 +373,7 @@ class RuleSet:
         return ordered
 
     def _is_prefix(self, position: int) -> bool:
-        return self._rules[position][0].kind == PREFIX
+        return self._candidate(position)[0] == PREFIX
 
     def _pick(self, positions: list[int]) -> tuple[_Candidate, ...]:
         return tuple(map(self._candidate, sorted(positions)))
@@ -378,7 +381,8 @@ class RuleSet:
     def _candidate(self, position: int) -> _Candidate:
         candidate = self._candidates.get(position)
         if candidate is None:
-            pattern, rule = self._rules[position]
+            _, text, rule = self._rules[position]
+            pattern = compile_text(text)
             kind = pattern.kind
             verdict = _new_verdict((rule.allow, str(rule), rule.line))
             arg = pattern if kind == WILDCARD else pattern.start
@@ -887,7 +891,7 @@ class RobotsTxt:
 #: The parts of :meth:`RobotsTxt.memory_estimate`, in bytes: the object itself, a
 #: group, one of its user-agents, a rule (stored, then compiled) and each character
 #: of its pattern (kept in the rule, its verdict and the index), a sitemap.
-_BASE_BYTES = 3_000
+_BASE_BYTES = 3_500
 _GROUP_BYTES = 400
 _AGENT_BYTES = 150
 _RULE_BYTES = 1_500

@@ -24,7 +24,9 @@ adversarial ones such as ``/*a*a*a*a*a*b$``.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from operator import itemgetter
 from typing import NamedTuple
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -199,6 +201,30 @@ def literal_length(text: str) -> int:
     if "%2" not in text:
         return len(text)
     return len(text) - 2 * (text.count("%2A") + text.count("%24"))
+
+
+def has_literal_wildcard(texts: list[str]) -> bool:
+    """True if a pattern whose text form is in *texts* has a literal ``*`` or ``$``
+    (written ``%2A`` or ``%24``)."""
+    joined = "\n".join(texts)
+    return "%2A" in joined or "%24" in joined
+
+
+def literal_lengths(texts: list[str]) -> list[int]:
+    """:func:`literal_length` of each of *texts*, all at once."""
+    if has_literal_wildcard(texts):
+        return list(map(literal_length, texts))
+    return list(map(len, texts))
+
+
+def heads(texts: list[str]) -> list[str]:
+    """The head (:attr:`Pattern.head`) of each pattern whose text form is in *texts*,
+    all at once: the text before its first ``*`` (or its ``$`` anchor)."""
+    unanchored = map(str.removesuffix, texts, itertools.repeat("$"))
+    found = list(map(itemgetter(0), map(str.partition, unanchored, itertools.repeat("*"))))
+    if has_literal_wildcard(found):  # decoded, one text a line (none has a line break)
+        found = "\n".join(found).replace("%2A", "*").replace("%24", "$").split("\n")
+    return found
 
 
 def shape(text: str) -> tuple[str, list[str], str]:

@@ -2,8 +2,8 @@
 
 A rule such as ``/*12345*ab`` can match anywhere in a path: no prefix tree narrows
 it down, and a file of 25,000 of them would cost every check 25,000 tries.  Here
-each rule is filed under one *key*: a literal piece it needs (its head after the
-``/``, a segment or its tail), cut to :data:`KEY_LENGTH` characters, chosen as the
+each rule is filed under one *key*: a literal piece it needs (its head, a segment
+or its tail), cut to :data:`KEY_LENGTH` characters, chosen as the
 key fewest rules of the file share.  A check looks up only the keys present in the
 path (set intersections over the path's substrings, done in C), so a rule whose key
 is absent costs nothing, and a file of distinct rules costs what the rules that
@@ -17,22 +17,36 @@ path, found once per check and shared by every rule that names the same segment
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
-from ._pattern import shape
+from ._pattern import has_literal_wildcard, shape
 
 #: Keys are a piece's first characters, at most this many: the path's substrings of
 #: each length up to it are what a check looks keys up in.
 KEY_LENGTH = 8
 
 
-#: An indexed rule: its decision key, head, segments, tail, the least length a
-#: matching path has before its last segment or tail starts, and the rule.
-_Entry = tuple[int, str, list[str], str, int, Any]
+#: What trying a rule needs: its head, segments, tail, and the least length a
+#: matching path has before its last segment or tail starts.
+_Shape = tuple[str, list[str], str, int]
+
+
+def _shape_of(text: str) -> _Shape:
+    head, segments, tail = shape(text)
+    named = [*segments, tail] if tail else segments
+    return head, segments, tail, len(head) + sum(map(len, named)) - len(named[-1])
+
+
+def _pieces_of(rules: Sequence[tuple[int, str, Any]]) -> Iterable[list[str]]:
+    """Each rule's literal pieces: its head, segments and tail, some maybe empty."""
+    texts = list(map(itemgetter(1), rules))
+    if has_literal_wildcard(texts):
+        return ([head, *segments, tail] for head, segments, tail in map(shape, texts))
+    return map(str.split, map(str.removesuffix, texts, repeat("$")), repeat("*"))
 
 
 class PieceIndex:
@@ -40,63 +54,50 @@ class PieceIndex:
 
     *rules* are ``(key, text, rule)``: the rule's decision key (smaller decides
     first), its pattern's text form (see :func:`._pattern.pattern_texts`), and what
-    :meth:`first_match` returns for it.
+    :meth:`first_match` returns for it.  A rule is shaped for matching (split into
+    its pieces) the first time it is a candidate: most rules of a hostile file never
+    are, and the index is built at a crawler's first check.
     """
 
-    __slots__ = ("_filed", "_key_lengths", "_keys")
+    __slots__ = ("_filed", "_key_lengths", "_keys", "_one_each", "_shapes")
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
-        # Built for files of 25,000 rules at a crawler's first check: one loop with
-        # no call it can do without, then C.  Texts, order and index of 25,000 rules
-        # "/*<n>*ab": 53 ms, 107 when each rule was compiled to a Pattern first
-        # (best of 10, the garbage collector paused).
+        # In C but for one list a rule: 25,000 rules "/*<n>*ab" are indexed in 20 ms.
         cut = itemgetter(slice(None, KEY_LENGTH))
-        entries: list[_Entry] = []
-        keys_of_rules: list[list[str]] = []
-        for decision_key, text, rule in rules:
-            anchored = text[-1] == "$"
-            pieces = (text[:-1] if anchored else text).split("*")
-            head, named = pieces[0], pieces[1:]
-            if "" in named or "%2" in text:  # "**", a trailing "*", a literal "*" or "$"
-                head, segments, tail = shape(text)
-                named = [*segments, tail] if tail else segments
-                before_last = len(head) + sum(map(len, named)) - len(named[-1])
-            else:
-                segments, tail = (named[:-1], named[-1]) if anchored else (named, "")
-                # The pieces' length (the text's, less its "*"s and "$"), less the last's.
-                before_last = len(text) - anchored - len(named) - len(named[-1])
-            entries.append((decision_key, head, segments, tail, before_last, rule))
-            keys = list(map(cut, named))
-            if len(head) > 1:
-                keys.append(head[1 : KEY_LENGTH + 1])
-            keys_of_rules.append(keys)
+        keys_of_rules = [list(map(cut, pieces)) for pieces in _pieces_of(rules)]
         # How many rules name each key: a rule's rarest key rejects it, and the
-        # fewest others, when it is absent from a path.
-        rarity = Counter(chain.from_iterable(keys_of_rules)).__getitem__
-        chosen = list(map(partial(min, key=rarity), keys_of_rules))
-        # Under each key, its rules; one each, as in a hostile file, is made in C.
-        filed: dict[str, Sequence[_Entry]] = dict(zip(chosen, zip(entries), strict=True))
-        if len(filed) < len(entries):
+        # fewest others, when it is absent from a path.  An empty piece ("**") is in
+        # every path: never chosen over another.
+        counts = Counter(chain.from_iterable(keys_of_rules))
+        counts[""] = len(rules) + 1
+        chosen = list(map(partial(min, key=counts.__getitem__), keys_of_rules))
+        # Under each key, its rule, when each has its own (as in a hostile file: made
+        # in C), else the list of its rules.
+        filed: dict[str, Any] = dict(zip(chosen, rules, strict=True))
+        self._one_each = len(filed) == len(rules)
+        if not self._one_each:
             filed = {}
-            for key, entry in zip(chosen, entries, strict=True):
+            for key, entry in zip(chosen, rules, strict=True):
                 shared = filed.get(key)
                 if shared is None:
                     filed[key] = [entry]
                 else:
-                    shared.append(entry)  # type: ignore[attr-defined]
+                    shared.append(entry)
         self._filed = filed
         self._keys = frozenset(filed)
         self._key_lengths = sorted(set(map(len, filed)))
+        self._shapes: dict[str, _Shape] = {}
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
         *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
-        found: list[_Entry] = []
+        found: list[tuple[int, str, Any]] = []
         rules_under = self._filed.__getitem__
         for length in self._key_lengths:
             if length <= len(path):
-                found.extend(chain.from_iterable(map(rules_under, grams(length) & self._keys)))
+                filed = map(rules_under, grams(length) & self._keys)
+                found.extend(filed if self._one_each else chain.from_iterable(filed))
         found.sort()  # in decision order: the keys differ
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or
@@ -108,9 +109,14 @@ class PieceIndex:
         # digits, 2,700 candidates: a check in 2.9 ms instead of 5.3, worst_checks).
         absent: set[str] = set()
         find, rfind = path.find, path.rfind
-        for decision_key, head, segments, tail, before_last, rule in found:
+        shapes = self._shapes
+        for decision_key, text, rule in found:
             if decision_key >= before:
                 break
+            shaped = shapes.get(text)
+            if shaped is None:
+                shaped = shapes[text] = _shape_of(text)
+            head, segments, tail, before_last = shaped
             if not absent.isdisjoint(segments):
                 continue
             if tail:

@@ -129,12 +129,16 @@ def test_rfc_2_2_3_wildcard_and_anchor(pattern, path, matches):
 
 
 def test_rfc_2_2_3_percent_encoded_star_and_dollar_match_literal_characters():
-    r = robots("Disallow: /path/file-with-a-%2A.html", "Disallow: /path/foo-%24")
-    assert not r.allowed("https://www.example.com/path/file-with-a-*.html", BOT)
-    assert r.allowed("https://www.example.com/path/file-with-a-x.html", BOT)
-    assert not r.allowed("https://www.example.com/path/foo-$", BOT)
-    # %24 is a literal, not an end anchor: a longer path still starts with it.
-    assert not r.allowed("https://www.example.com/path/foo-$/more", BOT)
+    # More rules under each prefix than a leaf of the rule index holds: the literal
+    # "*" and "$" also place the rules in the index.
+    others = [f"Disallow: /path/{name}-{n}" for name in ("file-with-a", "foo") for n in range(40)]
+    r = robots("Disallow: /path/file-with-a-%2A.html", "Disallow: /path/foo-%24", *others)
+    for _ in range(2):  # the first checks, then the compiled rules
+        assert not r.allowed("https://www.example.com/path/file-with-a-*.html", BOT)
+        assert r.allowed("https://www.example.com/path/file-with-a-x.html", BOT)
+        assert not r.allowed("https://www.example.com/path/foo-$", BOT)
+        # %24 is a literal, not an end anchor: a longer path still starts with it.
+        assert not r.allowed("https://www.example.com/path/foo-$/more", BOT)
 
 
 @pytest.mark.parametrize(
