@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter, not_
+from operator import itemgetter, not_
 from typing import Any, NamedTuple
 
 from . import _lexer as lexer
@@ -276,18 +276,22 @@ class RuleSet:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
         # is one pass, in C where it can be, that makes as few objects per rule as it
         # can; a rule is compiled only when a check first needs it.
-        if len(set(map(attrgetter("pattern"), rules))) < len(rules):
+        allows, raws, lines = zip(*rules, strict=True) if rules else ((), (), ())
+        repeated = len(set(raws)) < len(raws)
+        if repeated:
             written: _Written = (set(), set())  # 36,000 copies of a line: one is kept
             rules = [rule for rule in rules if _first_copy(written, rule)]
-        allows, raws, lines = zip(*rules, strict=True) if rules else ((), (), ())
+            allows, raws, lines = zip(*rules, strict=True)
         texts = pattern_texts(list(raws))
+        # Two patterns the same once canonical ("/a%7e", "/a~"), or one as an Allow
+        # and a Disallow: only the first in decision order can decide.
+        may_repeat = repeated or texts != list(raws)
         keys = map(_decision_key, literal_lengths(texts), allows, lines)
         # Every path starts with "/": a pattern that starts otherwise ("a*") never matches.
         usable = map(str.startswith, texts, repeat(("/", "*")))
         ordered = sorted(compress(zip(keys, texts, rules, strict=True), usable))  # the keys differ
         texts = list(map(itemgetter(1), ordered))
-        # A line repeated, or the same pattern once canonical, never decides after the first.
-        if len(set(texts)) < len(texts):
+        if may_repeat and len(set(texts)) < len(texts):
             ordered = _first_of_each_text(ordered)
             texts = list(map(itemgetter(1), ordered))
         # With many rules that need literal pieces found anywhere in the path (a "*"
