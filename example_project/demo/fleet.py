@@ -2,10 +2,11 @@
 
 It starts a local ``redis-server`` (on a free port of 127.0.0.1, nothing saved to
 disk) and the demo site, pushes the site's start URL to the fleet's queue, runs two
-``scrapy crawl fleet`` processes with the fleet settings of the README's "Scaling
-out" recipe, then prints what the site's own server saw: how often robots.txt was
-fetched, and the smallest gap between two requests against the Crawl-delay.  It
-stops everything it started, also on Ctrl-C.
+``scrapy crawl fleet`` processes with the settings of the "Scaling out" recipe
+(docs/fleet.md), then prints what the site's own server saw: how often robots.txt
+was fetched, and the smallest gap between two requests against the Crawl-delay;
+and how many responses each process got.  It stops everything it started, also on
+Ctrl-C.
 """
 
 from __future__ import annotations
@@ -72,12 +73,13 @@ def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def fleet_settings(redis_url: str) -> dict[str, str]:
-    """The README's recipe, with this Redis everywhere."""
+    """The "Scaling out" recipe (docs/fleet.md), with this Redis everywhere."""
     return {
         "SPIDER_MODULES": "demo.spiders,demo.fleet_spider",
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "SCHEDULER_PERSIST": "True",
+        "SCHEDULER_QUEUE_CLASS": "scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
         "REDIS_URL": redis_url,
         "FLEET_REDIS_URL": redis_url,
         "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
