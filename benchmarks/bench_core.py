@@ -339,6 +339,10 @@ def worst_checks(rounds: int) -> list[str]:
         "Disallow: /{n}",  # plain prefixes
         "Disallow: /*%41{n}*ab",  # an escape to decode in every rule
         "Disallow: /*{c}{n}*ab",  # a distinct character to encode in every rule
+        # Pieces shared by 158 rules each, all in the path: every rule a candidate
+        "Disallow: /*{i}*{j}*zz",  # a common piece absent
+        "Disallow: /*{i}*{j}$",  # tails that do not end the path
+        "Disallow: /*{j}*{i}",  # the pieces in the wrong order
     )
     for line in shapes:
         text = hostile_file(line)
@@ -365,12 +369,15 @@ def worst_checks(rounds: int) -> list[str]:
 
 
 def hostile_file(line: str, size: int = 512_000) -> str:
-    """*line* repeated up to *size* octets, ``{n}`` the line's number and ``{c}`` a
-    distinct CJK character (3 octets in UTF-8) for each."""
+    """*line* repeated up to *size* octets, ``{n}`` the line's number, ``{c}`` a
+    distinct CJK character (3 octets in UTF-8) for each, and ``{i}`` and ``{j}`` two
+    numbers that make a distinct pair for each, every value shared by 158 lines
+    (100 to 257 and 300 to 457)."""
     lines = ["User-agent: *"]
     total, number = 0, 0
     while total < size - 100:
-        lines.append(line.format(n=number, c=chr(0x4E00 + number % 20_000)))
+        i, j = divmod(number, 158)
+        lines.append(line.format(n=number, c=chr(0x4E00 + number % 20_000), i=100 + i, j=300 + j))
         total += len(lines[-1].encode()) + 1
         number += 1
     return "\n".join(lines) + "\n"

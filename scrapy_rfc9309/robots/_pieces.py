@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import chain, repeat
-from operator import itemgetter
+from itertools import chain, compress, count, repeat
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from ._pattern import has_literal_wildcard, shape
@@ -28,6 +28,8 @@ from ._pattern import has_literal_wildcard, shape
 #: Keys are a piece's first characters, at most this many: the path's substrings of
 #: each length up to it are what a check looks keys up in.
 KEY_LENGTH = 8
+#: What a tail's key starts with (see :class:`PieceIndex`).
+_TAIL = "\n"
 
 
 #: What trying a rule needs: its head, segments, tail, and the least length a
@@ -61,19 +63,28 @@ def _pieces_of(rules: Sequence[tuple[int, str, Any]]) -> Iterable[list[str]]:
 class PieceIndex:
     """Rules that need literal pieces found in the path, filed by their rarest piece.
 
-    *rules* are ``(key, text, rule)``: the rule's decision key (smaller decides
-    first), its pattern's text form (see :func:`._pattern.pattern_texts`), and what
+    *rules* are ``(key, text, rule)``, in decision order: the rule's decision key
+    (smaller decides first), its pattern's text form (see :func:`._pattern.pattern_texts`), and what
     :meth:`first_match` returns for it.  A rule is shaped for matching (split into
     its pieces) the first time it is a candidate: most rules of a hostile file never
     are, and the index is built at a crawler's first check.
     """
 
-    __slots__ = ("_filed", "_key_lengths", "_keys", "_one_each", "_shapes")
+    __slots__ = ("_filed", "_key_lengths", "_keys", "_one_each", "_rules", "_shapes", "_tail_keys")
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
         # In C but for the lists of each rule's keys: its pieces, cut only if one is
         # too long.  25,000 rules "/*<n>*ab" are indexed in about 23 ms.
         keys_of_rules = list(_pieces_of(rules))
+        # A tail ("/*x*.pdf$") must end the path: its key is its last characters after
+        # a "\n" (no path has one), looked up among the path's ends only.  First among
+        # the rule's keys, it is chosen on a tie: 25,000 rules "/*<i>*<j>$" with 158 of
+        # each, the path holding every <i>, get 158 candidates instead of all.
+        texts = map(itemgetter(1), rules)
+        for index in compress(count(), map(str.endswith, texts, repeat("$"))):
+            pieces = keys_of_rules[index]
+            if pieces[-1]:  # else a "*" ends the pattern: no tail
+                pieces.insert(0, _TAIL + pieces.pop()[1 - KEY_LENGTH :])
         if max(map(len, chain.from_iterable(keys_of_rules)), default=0) > KEY_LENGTH:
             cut = itemgetter(slice(None, KEY_LENGTH))
             keys_of_rules = [list(map(cut, pieces)) for pieces in keys_of_rules]
@@ -83,34 +94,38 @@ class PieceIndex:
         counts = Counter(chain.from_iterable(keys_of_rules))
         counts[""] = len(rules) + 1
         chosen = list(map(partial(min, key=counts.__getitem__), keys_of_rules))
-        # Under each key, its rule, when each has its own (as in a hostile file: made
-        # in C), else the list of its rules.
-        filed: dict[str, Any] = dict(zip(chosen, rules, strict=True))
+        # Under each key, its rule's position, when each has its own (as in a hostile
+        # file: made in C), else the list of its rules' positions.  Positions, not
+        # rules: a check sorts its candidates, and 25,000 numbers sort in 0.8 ms,
+        # 25,000 tuples by their first number in 2.8.
+        filed: dict[str, Any] = dict(zip(chosen, range(len(rules)), strict=True))
         self._one_each = len(filed) == len(rules)
         if not self._one_each:
             filed = {}
-            for key, entry in zip(chosen, rules, strict=True):
+            for key, position in zip(chosen, range(len(rules)), strict=True):
                 shared = filed.get(key)
                 if shared is None:
-                    filed[key] = [entry]
+                    filed[key] = [position]
                 else:
-                    shared.append(entry)
+                    shared.append(position)
+        self._rules = rules
         self._filed = filed
-        self._keys = frozenset(filed)
-        self._key_lengths = sorted(set(map(len, filed)))
-        self._shapes: dict[str, _Shape] = {}
+        self._tail_keys = frozenset(filter(methodcaller("startswith", _TAIL), filed))
+        self._keys = frozenset(filed) - self._tail_keys
+        self._key_lengths = sorted(set(map(len, self._keys)))
+        self._shapes: dict[int, _Shape] = {}  # by position
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
         *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
-        found: list[tuple[int, str, Any]] = []
-        rules_under = self._filed.__getitem__
-        for length in self._key_lengths:
-            if length <= len(path):
-                filed = map(rules_under, grams(length) & self._keys)
-                found.extend(filed if self._one_each else chain.from_iterable(filed))
-        found.sort()  # in decision order: the keys differ
+        present = [grams(n) & self._keys for n in self._key_lengths if n <= len(path)]
+        if self._tail_keys:
+            ends = {_TAIL + path[-n:] for n in range(1, KEY_LENGTH)}
+            present.append(ends & self._tail_keys)
+        filed = map(self._filed.__getitem__, chain.from_iterable(present))
+        found = list(filed if self._one_each else chain.from_iterable(filed))
+        found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or
         # last before it may, decides without a search of its own.
@@ -121,13 +136,14 @@ class PieceIndex:
         # digits, 2,700 candidates: a check in 2.9 ms instead of 5.3, worst_checks).
         absent: set[str] = set()
         find, rfind = path.find, path.rfind
-        shapes = self._shapes
-        for decision_key, text, rule in found:
+        rules, shapes = self._rules, self._shapes
+        for position in found:
+            decision_key, text, rule = rules[position]
             if decision_key >= before:
                 break
-            shaped = shapes.get(text)
+            shaped = shapes.get(position)
             if shaped is None:
-                shaped = shapes[text] = _shape_of(text)
+                shaped = shapes[position] = _shape_of(text)
             head, segments, tail, before_last = shaped
             if not absent.isdisjoint(segments):
                 continue

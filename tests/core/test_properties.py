@@ -99,6 +99,17 @@ def test_the_piece_index_decides_like_the_reference(rules, path):
         assert_decides_like_the_reference(rules, path)
 
 
+def test_the_piece_index_finds_a_rule_by_a_tail_longer_than_a_key():
+    # The tail's key is its last characters; the pieces longer than a key are cut to
+    # their first: a rule is found all the same (the first check, then the index).
+    body = "User-agent: *\nDisallow: /*section-of-the-site*.download-archive$\n"
+    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
+        robots = RobotsTxt.parse(body)
+        for _ in range(2):
+            assert not robots.allowed("/section-of-the-site/a.download-archive", "bot")
+            assert robots.allowed("/section-of-the-site/a.download-archive/", "bot")
+
+
 # Escapes, non-ASCII and patterns without a leading "/": what canonical form changes.
 raw_patterns = st.text(alphabet="/ab*$%2Fe\u00e9~", max_size=8).map(lambda s: "/" + s) | st.text(
     alphabet="/ab*$%", max_size=6
