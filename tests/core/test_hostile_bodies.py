@@ -166,9 +166,13 @@ def test_500_kib_of_distinct_wildcard_rules_against_a_long_url_is_bounded(length
 
 
 def hostile_body(line: str) -> bytes:
-    """*line* for each number up to 500 KiB, ``{n}`` the number and ``{c}`` a distinct
-    CJK character for each."""
-    lines = [f"{line}\n".format(n=n, c=chr(0x4E00 + n % 20_000)) for n in range(40_000)]
+    """*line* for each number up to 500 KiB, ``{n}`` the number, ``{c}`` a distinct CJK
+    character for each, ``{i}`` and ``{j}`` a distinct pair of numbers for each, every
+    value shared by 158 lines."""
+    lines = [
+        f"{line}\n".format(n=n, c=chr(0x4E00 + n % 20_000), i=100 + n // 158, j=300 + n % 158)
+        for n in range(40_000)
+    ]
     return (b"User-agent: *\n" + "".join(lines).encode())[:DEFAULT_MAX_BYTES]
 
 
@@ -183,6 +187,10 @@ def hostile_body(line: str) -> bytes:
         "Disallow: /{n}",
         "Disallow: /*%41{n}*ab",  # an escape to decode in every rule
         "Disallow: /*{c}{n}*ab",  # a distinct character to encode in every rule
+        # Pieces each shared by 158 rules, all in the path: every rule a candidate
+        "Disallow: /*{i}*{j}*zz",  # a common piece absent
+        "Disallow: /*{i}*{j}$",  # tails that do not end the path
+        "Disallow: /*{j}*{i}",  # the pieces in the wrong order
     ],
 )
 def test_rfc_2_5_a_hostile_file_compiles_in_a_few_parses_and_checks_in_milliseconds(line):
