@@ -3,11 +3,11 @@
 A rule such as ``/*12345*ab`` can match anywhere in a path: no prefix tree narrows
 it down, and a file of 25,000 of them would cost every check 25,000 tries.  Here
 each rule is filed under one *key*: a literal piece it needs (its head, a segment
-or its tail), cut to :data:`KEY_LENGTH` characters, chosen as the
-key fewest rules of the file share.  A check looks up only the keys present in the
-path (set intersections over the path's substrings, done in C), so a rule whose key
-is absent costs nothing, and a file of distinct rules costs what the rules that
-could match do.
+or its tail), cut to :data:`KEY_LENGTH` characters, chosen as the key fewest rules
+of the file share.  A check looks up only the keys present in the path (set
+intersections over the path's substrings, done in C; a tail's key among the path's
+ends), so a rule whose key is absent costs nothing, and a file of distinct rules
+costs what the rules that could match do.
 
 Each candidate is then tried with its segments' first and last positions in the
 path, found once per check and shared by every rule that names the same segment
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import chain, compress, count, repeat
+from itertools import chain, compress, count, filterfalse, repeat
 from operator import itemgetter, methodcaller
 from typing import Any
 
@@ -30,6 +30,11 @@ from ._pattern import has_literal_wildcard, shape
 KEY_LENGTH = 8
 #: What a tail's key starts with (see :class:`PieceIndex`).
 _TAIL = "\n"
+#: The most common keys, if more than an eighth of the rules name each, whose
+#: rules are dropped together when the key is absent from a path ...
+_COMMON_KEYS = 4
+#: ... when a check has more candidates than this.
+_DROP_AT = 500
 
 
 #: What trying a rule needs: its head, segments, tail, and the least length a
@@ -64,13 +69,23 @@ class PieceIndex:
     """Rules that need literal pieces found in the path, filed by their rarest piece.
 
     *rules* are ``(key, text, rule)``, in decision order: the rule's decision key
-    (smaller decides first), its pattern's text form (see :func:`._pattern.pattern_texts`), and what
-    :meth:`first_match` returns for it.  A rule is shaped for matching (split into
-    its pieces) the first time it is a candidate: most rules of a hostile file never
-    are, and the index is built at a crawler's first check.
+    (smaller decides first), its pattern's text form (see
+    :func:`._pattern.pattern_texts`), and what :meth:`first_match` returns for it.
+    A rule is shaped for matching (split into its pieces) the first time it is a
+    candidate: most rules of a hostile file never are, and the index is built at a
+    crawler's first check.
     """
 
-    __slots__ = ("_filed", "_key_lengths", "_keys", "_one_each", "_rules", "_shapes", "_tail_keys")
+    __slots__ = (
+        "_filed",
+        "_holders",
+        "_key_lengths",
+        "_keys",
+        "_one_each",
+        "_rules",
+        "_shapes",
+        "_tail_keys",
+    )
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
         # In C but for the lists of each rule's keys: its pieces, cut only if one is
@@ -110,6 +125,14 @@ class PieceIndex:
                     shared.append(position)
         self._rules = rules
         self._filed = filed
+        # The rules that name each of the few keys most of them share ("/*<i>*<j>*zz"):
+        # where such a key is absent from a path, they are all dropped at once.
+        common = [key for key, n in counts.most_common(_COMMON_KEYS) if n > len(rules) // 8]
+        self._holders = {
+            key: frozenset(compress(count(), map(list.__contains__, keys_of_rules, repeat(key))))
+            for key in common
+            if key
+        }
         self._tail_keys = frozenset(filter(methodcaller("startswith", _TAIL), filed))
         self._keys = frozenset(filed) - self._tail_keys
         self._key_lengths = sorted(set(map(len, self._keys)))
@@ -120,11 +143,19 @@ class PieceIndex:
         *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
         present = [grams(n) & self._keys for n in self._key_lengths if n <= len(path)]
+        ends = {_TAIL + path[-n:] for n in range(1, KEY_LENGTH)}
         if self._tail_keys:
-            ends = {_TAIL + path[-n:] for n in range(1, KEY_LENGTH)}
             present.append(ends & self._tail_keys)
         filed = map(self._filed.__getitem__, chain.from_iterable(present))
         found = list(filed if self._one_each else chain.from_iterable(filed))
+        if len(found) > _DROP_AT:
+            dropped = [
+                holders
+                for key, holders in self._holders.items()
+                if key not in (ends if key[0] == _TAIL else grams(len(key)))
+            ]
+            if dropped:
+                found = list(filterfalse(frozenset().union(*dropped).__contains__, found))
         found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or

@@ -99,6 +99,18 @@ def test_the_piece_index_decides_like_the_reference(rules, path):
         assert_decides_like_the_reference(rules, path)
 
 
+def test_the_piece_index_drops_the_rules_of_a_common_piece_only_where_it_is_absent():
+    # 1,600 rules whose pieces are all in the path but "zz", which they all name: a
+    # check drops them together, and only while "zz" is absent.
+    rules = "".join(f"Disallow: /*{i}*{j}*zz\n" for i in range(100, 140) for j in range(300, 340))
+    robots = RobotsTxt.parse("User-agent: *\n" + rules)
+    digits = "/" + "".join(map(str, range(1000)))
+    for _ in range(2):  # the first check, then the piece index
+        assert robots.allowed(digits, "bot")
+        assert robots.check(digits + "zz", "bot") == (False, "Disallow: /*100*300*zz", 2)
+        assert robots.check(digits + "zz/x", "bot") == (False, "Disallow: /*100*300*zz", 2)
+
+
 def test_the_piece_index_finds_a_rule_by_a_tail_longer_than_a_key():
     # The tail's key is its last characters; the pieces longer than a key are cut to
     # their first: a rule is found all the same (the first check, then the index).
