@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import chain, compress, count, filterfalse, repeat
-from operator import itemgetter, methodcaller
+from operator import gt, itemgetter, methodcaller
 from typing import Any
 
 from ._pattern import has_literal_wildcard, shape
@@ -28,11 +28,11 @@ from ._pattern import has_literal_wildcard, shape
 #: Keys are a piece's first characters, at most this many: the path's substrings of
 #: each length up to it are what a check looks keys up in.
 KEY_LENGTH = 8
-#: What a tail's key starts with (see :class:`PieceIndex`).
-_TAIL = "\n"
-#: The most common keys, if more than an eighth of the rules name each, whose
-#: rules are dropped together when the key is absent from a path ...
-_COMMON_KEYS = 4
+#: The most common keys, at most this many, if more than 1 / _COMMON_SHARE of the
+#: rules name each, whose rules are dropped together when the key is absent from a
+#: path ...
+_COMMON_KEYS = 2
+_COMMON_SHARE = 4
 #: ... when a check has more candidates than this.
 _DROP_AT = 500
 
@@ -57,12 +57,14 @@ def _shape_of(text: str) -> _Shape:
 
 def _pieces_of(rules: Sequence[tuple[int, str, Any]]) -> Iterable[list[str]]:
     """The literal pieces a path that matches each rule has: its head (but a head
-    "/*" starts with, which every path has), segments and tail, some maybe empty."""
+    "/*" starts with, which every path has), segments and tail, some maybe empty.  A
+    tail keeps its "$" anchor: cut to a key, a tail of fewer than KEY_LENGTH
+    characters is then a key ending with "$" (see :attr:`PieceIndex._tail_keys`)."""
     texts = list(map(itemgetter(1), rules))
-    if has_literal_wildcard(texts):
-        return ([head, *segments, tail] for head, segments, tail in map(shape, texts))
-    unanchored = map(str.removesuffix, texts, repeat("$"))
-    return map(str.split, map(str.removeprefix, unanchored, repeat("/*")), repeat("*"))
+    if has_literal_wildcard(texts):  # decoded: a piece ends before its first "$"
+        pieces = ([head, *segments, tail] for head, segments, tail in map(shape, texts))
+        return ([piece.partition("$")[0] for piece in each] for each in pieces)
+    return map(str.split, map(str.removeprefix, texts, repeat("/*")), repeat("*"))
 
 
 class PieceIndex:
@@ -77,6 +79,7 @@ class PieceIndex:
     """
 
     __slots__ = (
+        "_common",
         "_filed",
         "_holders",
         "_key_lengths",
@@ -91,24 +94,18 @@ class PieceIndex:
         # In C but for the lists of each rule's keys: its pieces, cut only if one is
         # too long.  25,000 rules "/*<n>*ab" are indexed in about 23 ms.
         keys_of_rules = list(_pieces_of(rules))
-        # A tail ("/*x*.pdf$") must end the path: its key is its last characters after
-        # a "\n" (no path has one), looked up among the path's ends only.  First among
-        # the rule's keys, it is chosen on a tie: 25,000 rules "/*<i>*<j>$" with 158 of
-        # each, the path holding every <i>, get 158 candidates instead of all.
-        texts = map(itemgetter(1), rules)
-        for index in compress(count(), map(str.endswith, texts, repeat("$"))):
-            pieces = keys_of_rules[index]
-            if pieces[-1]:  # else a "*" ends the pattern: no tail
-                pieces.insert(0, _TAIL + pieces.pop()[1 - KEY_LENGTH :])
         if max(map(len, chain.from_iterable(keys_of_rules)), default=0) > KEY_LENGTH:
             cut = itemgetter(slice(None, KEY_LENGTH))
             keys_of_rules = [list(map(cut, pieces)) for pieces in keys_of_rules]
         # How many rules name each key: a rule's rarest key rejects it, and the
         # fewest others, when it is absent from a path.  An empty piece ("**") is in
-        # every path: never chosen over another.
+        # every path, and "$" (of "*$") ends every path: never chosen over another.
+        # On a tie the last key is chosen: a tail's, looked up among the path's ends
+        # only (25,000 rules "/*<i>*<j>$" with 158 of each, the path holding every
+        # <i>: 158 candidates instead of all).
         counts = Counter(chain.from_iterable(keys_of_rules))
-        counts[""] = len(rules) + 1
-        chosen = list(map(partial(min, key=counts.__getitem__), keys_of_rules))
+        counts[""] = counts["$"] = len(rules) + 1
+        chosen = list(map(partial(min, key=counts.__getitem__), map(reversed, keys_of_rules)))
         # Under each key, its rule's position, when each has its own (as in a hostile
         # file: made in C), else the list of its rules' positions.  Positions, not
         # rules: a check sorts its candidates, and 25,000 numbers sort in 0.8 ms,
@@ -125,37 +122,48 @@ class PieceIndex:
                     shared.append(position)
         self._rules = rules
         self._filed = filed
-        # The rules that name each of the few keys most of them share ("/*<i>*<j>*zz"):
-        # where such a key is absent from a path, they are all dropped at once.
-        common = [key for key, n in counts.most_common(_COMMON_KEYS) if n > len(rules) // 8]
-        self._holders = {
-            key: frozenset(compress(count(), map(list.__contains__, keys_of_rules, repeat(key))))
-            for key in common
-            if key
-        }
-        self._tail_keys = frozenset(filter(methodcaller("startswith", _TAIL), filed))
+        # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
+        # absent from a path, its rules are all dropped at once (see first_match).
+        many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))
+        common = filter(methodcaller("strip", "$"), many)  # not "" or "$"
+        self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
+        self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed
+        #: Keys of a tail shorter than KEY_LENGTH, with its "$": looked up among the
+        #: path's ends.
+        self._tail_keys = frozenset(filter(methodcaller("endswith", "$"), filed))
         self._keys = frozenset(filed) - self._tail_keys
         self._key_lengths = sorted(set(map(len, self._keys)))
         self._shapes: dict[int, _Shape] = {}  # by position
+
+    def _holders_of(self, key: str) -> frozenset[int]:
+        """The positions of the rules that name *key*: those whose text holds it (no
+        key holds a "*", so it lies within one of the rule's pieces)."""
+        holders = self._holders.get(key)
+        if holders is None:
+            texts = map(itemgetter(1), self._rules)
+            found = compress(count(), map(str.__contains__, texts, repeat(key)))
+            holders = self._holders[key] = frozenset(found)
+        return holders
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
         *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
         present = [grams(n) & self._keys for n in self._key_lengths if n <= len(path)]
-        ends = {_TAIL + path[-n:] for n in range(1, KEY_LENGTH)}
+        ends = {path[-n:] + "$" for n in range(1, KEY_LENGTH)}
         if self._tail_keys:
             present.append(ends & self._tail_keys)
         filed = map(self._filed.__getitem__, chain.from_iterable(present))
         found = list(filed if self._one_each else chain.from_iterable(filed))
         if len(found) > _DROP_AT:
-            dropped = [
-                holders
-                for key, holders in self._holders.items()
-                if key not in (ends if key[0] == _TAIL else grams(len(key)))
+            missing = [
+                key
+                for key in self._common
+                if key not in (ends if key[-1] == "$" else grams(len(key)))
             ]
-            if dropped:
-                found = list(filterfalse(frozenset().union(*dropped).__contains__, found))
+            if missing:
+                dropped = frozenset().union(*map(self._holders_of, missing))
+                found = list(filterfalse(dropped.__contains__, found))
         found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or
