@@ -124,8 +124,10 @@ class PieceIndex:
         self._filed = filed
         # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
         # absent from a path, its rules are all dropped at once (see first_match).
+        # Not "" or "$", nor a literal "*" (that a text holds "a*b" does not mean its
+        # rule needs it).
         many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))
-        common = filter(methodcaller("strip", "$"), many)  # not "" or "$"
+        common = [key for key in many if key.strip("$") and "*" not in key]
         self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
         self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed
         #: Keys of a tail shorter than KEY_LENGTH, with its "$": looked up among the
@@ -136,8 +138,8 @@ class PieceIndex:
         self._shapes: dict[int, _Shape] = {}  # by position
 
     def _holders_of(self, key: str) -> frozenset[int]:
-        """The positions of the rules that name *key*: those whose text holds it (no
-        key holds a "*", so it lies within one of the rule's pieces)."""
+        """The positions of the rules that name *key*: those whose text holds it (a
+        common key holds no "*": it lies within one of the rule's pieces)."""
         holders = self._holders.get(key)
         if holders is None:
             texts = map(itemgetter(1), self._rules)

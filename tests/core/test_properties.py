@@ -111,6 +111,16 @@ def test_the_piece_index_drops_the_rules_of_a_common_piece_only_where_it_is_abse
         assert robots.check(digits + "zz/x", "bot") == (False, "Disallow: /*100*300*zz", 2)
 
 
+def test_rfc_2_2_3_a_literal_star_piece_drops_no_rule_whose_wildcards_spell_it():
+    # "x*y" (a literal "*", written %2A) is a piece most rules name and the path
+    # lacks; "/*x*y", whose text also holds "x*y", does not need it and decides.
+    rules = "".join(f"Allow: /*x%2Ay*{n}\n" for n in range(1200))
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /*x*y\n" + rules)
+    path = "/xAy" + "".join(map(str, range(1000)))
+    for _ in range(2):  # the first check, then the piece index
+        assert robots.check(path, "bot") == (False, "Disallow: /*x*y", 2)
+
+
 def test_the_piece_index_finds_a_rule_by_a_tail_longer_than_a_key():
     # The tail's key is its last characters; the pieces longer than a key are cut to
     # their first: a rule is found all the same (the first check, then the index).
