@@ -43,6 +43,9 @@ _Shape = tuple[str, list[str], str, int]
 
 
 def _shape_of(text: str) -> _Shape:
+    """:func:`._pattern.shape` of *text*, and the least length before its last piece;
+    without ``shape()`` for a text with no "**" or escape (0.4 µs instead of 0.7: a
+    first check may shape thousands of candidates)."""
     anchored = text[-1] == "$"
     pieces = (text[:-1] if anchored else text).split("*")
     named = pieces[1:]
@@ -92,7 +95,7 @@ class PieceIndex:
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
         # In C but for the lists of each rule's keys: its pieces, cut only if one is
-        # too long.  25,000 rules "/*<n>*ab" are indexed in about 23 ms.
+        # too long.  25,000 rules "/*<n>*ab" are indexed in about 28 ms.
         keys_of_rules = list(_pieces_of(rules))
         if max(map(len, chain.from_iterable(keys_of_rules)), default=0) > KEY_LENGTH:
             cut = itemgetter(slice(None, KEY_LENGTH))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
-from scrapy_rfc9309.robots import _parser
+from scrapy_rfc9309.robots import _parser, _pieces
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern, pattern_texts
 from tests.core import reference_lexer
 
@@ -109,6 +109,29 @@ def test_the_piece_index_drops_the_rules_of_a_common_piece_only_where_it_is_abse
         assert robots.allowed(digits, "bot")
         assert robots.check(digits + "zz", "bot") == (False, "Disallow: /*100*300*zz", 2)
         assert robots.check(digits + "zz/x", "bot") == (False, "Disallow: /*100*300*zz", 2)
+
+
+def rules_tried(body, path):
+    """How many rules of *body* the compiled piece index tries (shapes) on *path*."""
+    robots = RobotsTxt.parse(body)
+    robots.prepare("bot")
+    with mock.patch.object(_pieces, "_shape_of", wraps=_pieces._shape_of) as shaped:
+        robots.check(path, "bot")
+    return shaped.call_count
+
+
+def test_the_piece_index_tries_no_rule_of_a_common_piece_the_path_lacks():
+    rules = "".join(f"Disallow: /*{i}*{j}*zz\n" for i in range(100, 140) for j in range(300, 340))
+    digits = "/" + "".join(map(str, range(1000)))  # every <i> and <j>, no "zz"
+    assert rules_tried("User-agent: *\n" + rules, digits) == 0
+
+
+def test_the_piece_index_finds_a_tail_among_the_path_ends_only():
+    # Each <i> and each tail <j> is named by 40 rules: on the tie the tail is the
+    # key, and no tail ends the path.
+    rules = "".join(f"Disallow: /*{i}*{j}$\n" for i in range(100, 140) for j in range(300, 340))
+    digits = "/" + "".join(map(str, range(1000)))
+    assert rules_tried("User-agent: *\n" + rules, digits) == 0
 
 
 def test_rfc_2_2_3_a_literal_star_piece_drops_no_rule_whose_wildcards_spell_it():
