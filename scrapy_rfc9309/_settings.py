@@ -8,9 +8,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.project import data_path
@@ -183,11 +185,22 @@ class RobotsSettings:
             backoff=BackoffSettings.from_settings(settings),
             content_uses=_content_uses(settings.get("RFC9309_CONTENT_USES")),
             persistent_path=(
-                str(settings.get("RFC9309_PERSISTENT_CACHE_PATH") or data_path(PERSISTENT_FILE))
+                str(settings.get("RFC9309_PERSISTENT_CACHE_PATH") or data_file(PERSISTENT_FILE))
                 if flag(settings, "RFC9309_PERSISTENT_CACHE")
                 else None
             ),
         )
+
+
+def data_file(name: str) -> str:
+    """The path of file *name* in the project's ``.scrapy`` directory (Scrapy's
+    ``data_path``).  A project without ``scrapy.cfg`` (its settings module found
+    through ``SCRAPY_SETTINGS_MODULE`` alone) has no such directory: then
+    ``.scrapy`` in the current directory, where Scrapy keeps data outside a project."""
+    try:
+        return str(data_path(name))
+    except NotConfigured:
+        return str(Path.cwd() / ".scrapy" / name)
 
 
 def _content_uses(value: Any) -> tuple[str, ...]:

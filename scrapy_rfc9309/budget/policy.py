@@ -100,7 +100,12 @@ class BudgetPolicy:
             what = f"{context}: {problem}" if context else problem
             raise PolicyError(f"{source}{where}: invalid YAML: {what}") from None
         lines: dict[tuple[Any, ...], int] = {}
-        data = _to_python(node, (), lines, source) if node is not None else {}
+        if node is None:  # empty, or comments only: most likely not the file meant
+            raise PolicyError(
+                f"{source}: the file holds no policy (write default_policy and allowlist; "
+                f"for the built-in defaults, leave DOMAINBUDGET_POLICY_FILE unset)"
+            )
+        data = _to_python(node, (), lines, source)
         return cls.from_dict(data, source=source, lines=lines)
 
     @classmethod
@@ -120,6 +125,7 @@ class BudgetPolicy:
         check.known_keys(default_data, ("default_policy",), _LIMIT_KEYS)
         default = check.limits(default_data, ("default_policy",), None)
         entries: dict[str, DomainLimits] = {}
+        first_index: dict[str, int] = {}  # domain -> its allowlist entry
         allowlist = data.get("allowlist") or []
         if not isinstance(allowlist, list):
             check.fail(("allowlist",), "must be a list of entries")
@@ -134,7 +140,11 @@ class BudgetPolicy:
             category = entry.get("domain_category")
             if category is not None and not isinstance(category, str):
                 check.fail((*path, "domain_category"), "must be a string")
-            entries[normalise_host(domain)] = check.limits(entry, path, default, category)
+            host = normalise_host(domain)
+            if host in first_index:
+                check.duplicate(("allowlist", first_index[host], "domain"), (*path, "domain"), host)
+            first_index[host] = index
+            entries[host] = check.limits(entry, path, default, category)
         return cls(default, entries)
 
     def limits_for(self, host: str) -> DomainLimits:
@@ -164,23 +174,29 @@ class _Checker:
         self.source = source
         self.lines = lines
 
+    def line(self, path: tuple[Any, ...]) -> int | None:
+        """The line of *path*; a missing field has none: the line of what should
+        contain it."""
+        if not path:
+            return None
+        ends = range(len(path), -1, -1)
+        return next((self.lines[path[:end]] for end in ends if path[:end] in self.lines), None)
+
     def fail(self, path: tuple[Any, ...], message: str) -> None:
-        # A missing field has no line: use the line of what should contain it.
-        line = (
-            next(
-                (
-                    self.lines[path[:end]]
-                    for end in range(len(path), -1, -1)
-                    if path[:end] in self.lines
-                ),
-                None,
-            )
-            if path
-            else None
-        )
+        line = self.line(path)
         where = f", line {line}" if line is not None else ""
         field = ".".join(str(part) for part in path) or "(top level)"
         raise PolicyError(f"{self.source}{where}: {field}: {message}")
+
+    def duplicate(self, first: tuple[Any, ...], again: tuple[Any, ...], domain: str) -> None:
+        """Two allowlist entries name one domain: which would win is a guess."""
+        line = self.line(first)
+        where = f" (line {line})" if line is not None else ""
+        field = ".".join(str(part) for part in first)
+        self.fail(
+            again,
+            f"{domain!r} is already the domain of {field}{where}: merge the two entries",
+        )
 
     def mapping(self, value: Any, path: tuple[Any, ...]) -> None:
         if not isinstance(value, Mapping):

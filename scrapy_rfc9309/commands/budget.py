@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from .._settings import SettingError
-from ..budget.policy import PolicyError, day_of, zone
+from ..budget.policy import PolicyError, day_of, domain_problem, zone
 from ..budget.storage import SQLiteStorage, StorageError
 from ..downloadermiddlewares.budget._setup import (
     budget_settings,
@@ -59,18 +62,25 @@ class Command(ScrapyCommand):
                 # A look must not create a store (outside a project: ./.scrapy/).
                 print(f"No budget store at {sqlite_path}: nothing recorded.")
                 return
+            key = policy.limits_for(_host_of(opts.reset)).key if opts.reset else None
             storage = build_storage(settings)
             try:
-                if opts.reset:
-                    key = policy.limits_for(opts.reset).key
-                    storage.reset(key, day)
-                    print(f"Reset the budget of {key} for {day}.")
-                    return
                 usage = storage.usage(day)
+                if key is not None:
+                    if key not in usage:
+                        print(f"Nothing recorded for {key} on {day}: nothing to reset.")
+                        return
+                    storage.reset(key, day)
+                    requests, pages = usage[key]
+                    print(
+                        f"Reset the budget of {key} for {day} "
+                        f"(it had {requests} requests, {pages} pages)."
+                    )
+                    return
             finally:
                 storage.close()
         except (PolicyError, StorageError, SettingError) as exc:
-            print(f"error: {exc}")
+            print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
         print(f"Daily budgets on {day}, from {store}")
@@ -92,9 +102,27 @@ def _use(used: int, limit: int) -> str:
 
 
 def _check_day(day: str) -> None:
-    try:
-        parsed = date.fromisoformat(day)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.isoformat() != day:
+    if _DAY.fullmatch(day) is None:
         raise UsageError(f"--day must be a date written YYYY-MM-DD, not {day!r}")
+    try:
+        date.fromisoformat(day)
+    except ValueError:
+        raise UsageError(f"--day {day}: no such date") from None
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _host_of(domain: str) -> str:
+    """The host *domain* names, as the crawl counts it: a URL or ``host:port`` is
+    cut to its host (a budget counts a domain whatever the scheme or port)."""
+    text = domain.strip()
+    try:
+        host = urlsplit(text if "//" in text else "//" + text).hostname
+    except ValueError:
+        host = None
+    problem = domain_problem(host) if host else f"not a domain name: {domain!r}"
+    if problem is not None:
+        raise PolicyError(f"--reset: {problem}")
+    assert host is not None
+    return host

@@ -1,8 +1,9 @@
 """``scrapy robots URL``: may the crawler fetch URL, and which rule of which line decides.
 
-Fetches ``{scheme}://{authority}/robots.txt`` (or reads ``--file``, or with
-``--cached`` the copy crawls keep across restarts) the way a crawl
-does: through Scrapy's downloader with the project's settings and the robots
+Uses the robots.txt a crawl would use now: the copy crawls keep across restarts
+while it is younger than ``RFC9309_CACHE_TTL``, else ``{scheme}://{authority}/robots.txt``
+fetched (``--live`` always fetches, ``--cached`` reads the kept copy even when
+expired, ``--file`` reads a file).  A fetch goes the way a crawl's does: through Scrapy's downloader with the project's settings and the robots
 middleware's fetch (redirects to http/https only, up to ``RFC9309_MAX_REDIRECTS``;
 ``RFC9309_TIMEOUT`` for the whole fetch; at most ``RFC9309_MAX_BYTES`` of decoded
 text; 4xx = everything allowed, 429/5xx = ``RFC9309_UNREACHABLE``).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -78,7 +80,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "URL [--user-agent TOKEN] [--file PATH | --cached] [--show-rules]"
+        return "URL [--user-agent TOKEN] [--file PATH | --cached | --live] [--show-rules]"
 
     def short_desc(self) -> str:
         return "Explain whether robots.txt allows a URL, by which rule on which line"
@@ -96,7 +98,12 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--cached",
             action="store_true",
-            help="read the copy crawls keep across restarts instead of fetching",
+            help="read the copy crawls keep across restarts, even an expired one; never fetch",
+        )
+        parser.add_argument(
+            "--live",
+            action="store_true",
+            help="fetch robots.txt now, even when a crawl would use its kept copy",
         )
         parser.add_argument(
             "--show-rules", action="store_true", help="list the rules that apply to the crawler"
@@ -115,37 +122,26 @@ class Command(ScrapyCommand):
             config = RobotsSettings.from_settings(with_defaults(self.settings, ROBOTS_DEFAULTS))
         except SettingError as exc:
             return _error(str(exc))
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (raises on a bad port)
+        except ValueError as exc:
+            return _error(f"not a valid URL: {url!r} ({exc})")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             return _error(f"not an http(s) URL: {url!r}")
+        if opts.file and (opts.cached or opts.live):
+            return _error("--file reads a file: give it without --cached or --live")
+        if opts.cached and opts.live:
+            return _error("--cached and --live exclude each other")
+        authority = f"{parts.scheme}://{parts.netloc}"
         user_agent = self.settings.get("USER_AGENT") or ""
         token = product_token(opts.user_agent or config.user_agent or user_agent)
         if not token:
             return _error("no product token: give --user-agent TOKEN")
-        if opts.file:
-            try:
-                body = Path(opts.file).read_bytes()
-            except OSError as exc:
-                return _error(f"cannot read {opts.file}: {exc.strerror or exc}")
-            robots = RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
-            entry, source = config.policy.success(robots, 0.0, None), opts.file
-        elif opts.cached:
-            try:
-                entry, source, body = self._cached(f"{parts.scheme}://{parts.netloc}", config)
-            except (StoreError, LookupError) as exc:
-                return _error(str(exc))
-        else:
-            fetched = self._fetch(f"{parts.scheme}://{parts.netloc}", config)
-            if isinstance(fetched, BaseException):
-                return _error(f"fetching robots.txt failed: {type(fetched).__name__}: {fetched}")
-            entry = fetched.entry
-            if fetched.error is not None:
-                error = str(fetched.error) or type(fetched.error).__name__
-                return _error(
-                    f"{fetched.url} unreachable ({error}); a crawl would have "
-                    f"{'allowed' if entry.check(url, token).allowed else 'disallowed'} {url}"
-                )
-            source, body = f"{fetched.url} ({entry.describe()})", fetched.body or b""
+        found = self._robots_txt(authority, url, token, config, opts)
+        if isinstance(found, int):
+            return found
+        entry, source, body = found
         verdict = entry.check(url, token)
         print(f"URL:          {url}")
         print(f"robots.txt:   {source}")
@@ -163,8 +159,55 @@ class Command(ScrapyCommand):
         print(f"verdict:      DISALLOWED by '{verdict.rule}'{where}")
         return DISALLOWED
 
-    def _cached(self, authority: str, config: RobotsSettings) -> tuple[RobotsEntry, str, bytes]:
-        """The entry kept across restarts for *authority*, where it was read, its body."""
+    def _robots_txt(
+        self, authority: str, url: str, token: str, config: RobotsSettings, opts: Any
+    ) -> tuple[RobotsEntry, str, bytes] | int:
+        """The robots.txt the options ask for: (entry, where it came from, body), or
+        the exit status of an error already printed."""
+        if opts.file:
+            try:
+                body = Path(opts.file).read_bytes()
+            except OSError as exc:
+                return _error(f"cannot read {opts.file}: {exc.strerror or exc}")
+            robots = RobotsTxt.parse(body, lenient=config.lenient, max_bytes=config.max_bytes)
+            return config.policy.success(robots, 0.0, None), opts.file, body
+        if opts.cached:
+            try:
+                kept = self._cached(authority, config, fresh_only=False)
+            except (StoreError, LookupError) as exc:
+                return _error(str(exc))
+            assert kept is not None
+            return kept
+        if not opts.live and self._has_kept_copies(config):
+            with contextlib.suppress(StoreError, LookupError):  # then fetched, as a crawl would
+                kept = self._cached(authority, config, fresh_only=True)
+                if kept is not None:
+                    return kept
+        fetched = self._fetch(authority, config)
+        if isinstance(fetched, BaseException):
+            return _error(f"fetching robots.txt failed: {type(fetched).__name__}: {fetched}")
+        entry = fetched.entry
+        if fetched.error is not None:
+            error = str(fetched.error) or type(fetched.error).__name__
+            return _error(
+                f"{fetched.url} unreachable ({error}); a crawl would have "
+                f"{'allowed' if entry.check(url, token).allowed else 'disallowed'} {url}"
+            )
+        return entry, f"{fetched.url}, fetched now ({entry.describe()})", fetched.body or b""
+
+    def _has_kept_copies(self, config: RobotsSettings) -> bool:
+        """Whether crawls keep robots.txt across restarts where this one would look
+        (a look never creates the SQLite file)."""
+        assert self.settings is not None
+        if self.settings.get("FLEET_REDIS_URL"):
+            return config.persistent_path is not None
+        return config.persistent_path is not None and Path(config.persistent_path).exists()
+
+    def _cached(
+        self, authority: str, config: RobotsSettings, fresh_only: bool
+    ) -> tuple[RobotsEntry, str, bytes] | None:
+        """The entry kept across restarts for *authority*, where it was read, its body;
+        with *fresh_only*, ``None`` unless a crawl would use it without a request."""
         assert self.settings is not None
         fleet = self.settings.get("FLEET_REDIS_URL") or None
         store: RedisRobotsStore | SQLiteRobotsStore
@@ -182,13 +225,22 @@ class Command(ScrapyCommand):
             store.close()
         if record is None:
             raise LookupError(f"no copy of {authority}/robots.txt is kept in {where}")
+        now = time.time()
+        fresh = record.fresh(now, config.policy.cache_ttl)
+        if fresh_only and not fresh:
+            return None
         body = record.body or b""
         robots = parse_now(config, body) if record.outcome == "success" else None
         outcome = FetchOutcome(record.outcome)
-        entry = entry_for(config, outcome, record.status, robots, record.reason, record.ttl)
-        age = time.time() - record.fetched_at
-        state = "fresh" if record.fresh(time.time()) else "expired: a crawl refreshes it"
-        return entry, f"{where}, fetched {age:.0f} s ago ({state}; {entry.describe()})", body
+        entry = entry_for(
+            config, outcome, record.status, robots, record.reason, config.policy.cache_ttl
+        )
+        age = now - record.fetched_at
+        state = (
+            "fresh: a crawl uses it without a request" if fresh else "expired: a crawl refreshes it"
+        )
+        source = f"the copy kept in {where}, fetched {age:.0f} s ago ({state}; {entry.describe()})"
+        return entry, source, body
 
     def _fetch(self, authority: str, config: RobotsSettings) -> Fetched | BaseException:
         assert self.crawler_process is not None
@@ -237,5 +289,5 @@ def _group_header(lines: list[str], line: int, agents: int) -> str:
 
 
 def _error(message: str) -> int:
-    print(f"error: {message}")
+    print(f"error: {message}", file=sys.stderr)
     return ERROR

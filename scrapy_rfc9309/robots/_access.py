@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -56,6 +57,9 @@ class RobotsEntry:
     status: int | None = None
     #: Why the fetch ended without a status to show (a failed redirect), in words.
     reason: str | None = None
+    #: When an earlier crawl fetched the copy this entry was read from (seconds since
+    #: the epoch); ``None`` when this crawl fetched it.
+    kept_since: float | None = None
 
     @property
     def stale(self) -> bool:
@@ -85,8 +89,11 @@ class RobotsEntry:
             what = self.reason
         else:
             what = f"HTTP {self.status}" if self.status is not None else "network error"
+        if self.kept_since is not None:
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.kept_since))
+            what = f"{what}, kept from an earlier crawl's fetch at {when}"
         if self.outcome is FetchOutcome.SUCCESS:
-            return f"robots.txt fetched ({what})"
+            return f"robots.txt {'kept' if self.kept_since is not None else 'fetched'} ({what})"
         if self.outcome is FetchOutcome.UNAVAILABLE:
             return f"robots.txt unavailable ({what}): everything allowed"
         if self.stale:

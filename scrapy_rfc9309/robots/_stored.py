@@ -56,8 +56,10 @@ class StoredRobots:
     last_modified: str | None = None
     reason: str | None = None
 
-    def fresh(self, now: float) -> bool:
-        return self.fetched_at <= now < self.fetched_at + self.ttl
+    def fresh(self, now: float, ttl: float) -> bool:
+        """Whether the copy is younger than *ttl*: the reading crawl's
+        ``RFC9309_CACHE_TTL`` decides, not the one of the crawl that stored it."""
+        return self.fetched_at <= now < self.fetched_at + ttl
 
     def digest(self) -> str:
         return hashlib.sha1(self.body or b"").hexdigest()

@@ -53,13 +53,39 @@ def test_budget_reports_a_bad_policy_with_exit_status_2(tmp_path):
     policy.write_text("default_policy:\n  max_pages_per_day: lots\n")
     result = scrapy("budget", "-s", f"DOMAINBUDGET_POLICY_FILE={policy}", cwd=tmp_path)
     assert result.returncode == 2
-    assert "line 2: default_policy.max_pages_per_day" in result.stdout
+    assert "line 2: default_policy.max_pages_per_day" in result.stderr  # errors: stderr
+    assert not result.stdout
 
 
 def test_a_day_that_does_not_exist_is_refused(tmp_path):
-    result = scrapy("budget", "--day", "2026-13-01", cwd=tmp_path)
+    result = scrapy("budget", "--day", "2026-02-30", cwd=tmp_path)
     assert result.returncode == 2
-    assert "--day must be a date written YYYY-MM-DD, not '2026-13-01'" in result.stderr
+    assert "--day 2026-02-30: no such date" in result.stderr
+    result = scrapy("budget", "--day", "30/02/2026", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--day must be a date written YYYY-MM-DD, not '30/02/2026'" in result.stderr
+
+
+def test_reset_takes_a_url_or_host_and_port_and_says_when_nothing_was_recorded(tmp_path):
+    db = tmp_path / "budget.sqlite"
+    store = SQLiteStorage(db)
+    store.reserve("127.0.0.1", DAY, 0, 0)
+    store.reserve("example.org", DAY, 0, 0)
+    store.close()
+    common = ["-s", f"DOMAINBUDGET_SQLITE_PATH={db}", "--day", DAY]
+    for given, key in (
+        ("http://127.0.0.1:8771/", "127.0.0.1"),
+        ("www.example.org:8080", "example.org"),
+    ):
+        reset = scrapy("budget", *common, "--reset", given, cwd=tmp_path)
+        assert reset.returncode == 0, reset.stderr
+        assert f"Reset the budget of {key} for {DAY} (it had 1 requests, 1 pages)." in reset.stdout
+    assert "(nothing recorded)" in scrapy("budget", *common, cwd=tmp_path).stdout
+    never = scrapy("budget", *common, "--reset", "example.com", cwd=tmp_path)
+    assert never.returncode == 0
+    assert f"Nothing recorded for example.com on {DAY}: nothing to reset." in never.stdout
+    bad = scrapy("budget", *common, "--reset", "not a domain", cwd=tmp_path)
+    assert bad.returncode == 2 and "--reset:" in bad.stderr
 
 
 def test_outside_a_project_it_creates_no_store(tmp_path):

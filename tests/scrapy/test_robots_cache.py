@@ -83,6 +83,45 @@ async def test_a_restarted_crawl_fetches_no_robots_txt_then_refreshes_with_condi
 
 
 @pytest_twisted.ensureDeferred
+async def test_the_running_crawls_ttl_decides_whether_a_kept_copy_is_fresh(tmp_path, monkeypatch):
+    cache = str(tmp_path / "robots.sqlite")
+    sites = Sites(3)
+    now = [time.time()]
+    monkeypatch.setattr(f"{PERSISTENT}.wall_clock", lambda: now[0])
+    try:
+        await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)  # kept with 3600 s
+        assert sites.take() == {"robots": 3, "page": 3}
+        now[0] += 4
+        await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache, RFC9309_CACHE_TTL=2)
+        assert sites.take() == {"304": 3, "page": 3}  # older than this crawl's 2 s
+        await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache, RFC9309_CACHE_TTL=2)
+        assert sites.take() == {"page": 3}  # renewed, by a crawl with 2 s
+        now[0] += 4
+        await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
+        assert sites.take() == {"page": 3}  # younger than this crawl's 3600 s
+    finally:
+        sites.site.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_report_says_a_copy_was_kept_from_when_with_its_crawl_delay(site, tmp_path):
+    cache = str(tmp_path / "robots.sqlite")
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n")
+    urls = [f"{site.url}/page", f"{site.url}/private/x"]
+    first = await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=cache)
+    [fetched] = first.stats.get_value("rfc9309/report")
+    assert fetched["robots_txt"] == "robots.txt fetched (HTTP 200)"
+    second = await crawl(urls, RFC9309_PERSISTENT_CACHE_PATH=cache)
+    assert site.count("/robots.txt") == 1
+    [kept] = second.stats.get_value("rfc9309/report")
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    assert kept["robots_txt"].startswith(
+        f"robots.txt kept (HTTP 200, kept from an earlier crawl's fetch at {day} "
+    )
+    assert kept["crawl_delay"] == 0.2 == fetched["crawl_delay"]
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_site_unreachable_at_restart_gets_its_last_good_copy(site, tmp_path, monkeypatch):
     cache = str(tmp_path / "robots.sqlite")
     site.route("/robots.txt", body=ROBOTS)

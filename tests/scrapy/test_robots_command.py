@@ -31,8 +31,9 @@ def robots(*args, cwd):
     )
 
 
-def robots_without_fetching(*args, capsys):
-    """(exit status, stdout) of ``scrapy robots ARGS``, in this process."""
+def robots_without_fetching(*args, capsys, stderr=False):
+    """(exit status, stdout) of ``scrapy robots ARGS``, in this process; with
+    *stderr*, (exit status, stdout, stderr)."""
     command = Command()
     command.settings = Settings()
     command.settings.setdict(command.default_settings, priority="command")
@@ -41,7 +42,8 @@ def robots_without_fetching(*args, capsys):
     opts, rest = parser.parse_known_args(list(args))
     command.process_options(rest, opts)
     command.run(rest, opts)
-    return command.exitcode, capsys.readouterr().out
+    out, err = capsys.readouterr()
+    return (command.exitcode, out, err) if stderr else (command.exitcode, out + err)
 
 
 def test_disallowed_names_the_rule_line_group_delays_and_sitemaps(site, tmp_path):
@@ -98,7 +100,8 @@ def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):
     refused_url = f"http://127.0.0.1:{closed_port()}/a"
     refused = robots(refused_url, cwd=tmp_path)
     assert refused.returncode == 2  # nothing to explain: the fetch itself failed
-    [line] = refused.stdout.splitlines()
+    assert not refused.stdout  # errors go to stderr
+    [line] = refused.stderr.splitlines()
     assert line.startswith("error: http://127.0.0.1:") and "Connection refused" in line
     assert line.endswith(f"a crawl would have disallowed {refused_url}")
     fail_open = robots(f"{site.url}/a", "-s", "RFC9309_UNREACHABLE=allow", cwd=tmp_path)
@@ -112,8 +115,9 @@ def test_redirects_are_followed_to_the_file(site, other_site, tmp_path):
     other_site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
     result = robots(f"{site.url}/a", cwd=tmp_path)
     assert result.returncode == 1
-    assert f"robots.txt:   {other_site.url}/robots.txt (robots.txt fetched (HTTP 200))" in (
-        result.stdout
+    assert (
+        f"robots.txt:   {other_site.url}/robots.txt, fetched now (robots.txt fetched (HTTP 200))"
+        in result.stdout
     )
 
 
@@ -126,9 +130,9 @@ def test_a_redirect_loop_is_named_as_the_cause(site, tmp_path):
 
 
 def test_malformed_input_is_an_error_with_status_2_and_a_garbage_file_is_no_error(tmp_path, capsys):
-    status, out = robots_without_fetching("example.com/a", capsys=capsys)
-    assert status == 2
-    assert "error: not an http(s) URL: 'example.com/a'" in out
+    status, out, err = robots_without_fetching("example.com/a", capsys=capsys, stderr=True)
+    assert (status, out) == (2, "")
+    assert "error: not an http(s) URL: 'example.com/a'" in err
     status, out = robots_without_fetching(
         "https://example.com/a", "--file", str(tmp_path / "nope"), capsys=capsys
     )
@@ -186,12 +190,93 @@ def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, cap
     args = ("--cached", "-s", f"RFC9309_PERSISTENT_CACHE_PATH={cache}")
     status, out = robots_without_fetching(f"{site.url}/private/x", *args, capsys=capsys)
     assert status == 1, out
-    assert f"robots.txt:   {cache}, fetched" in out and "(fresh;" in out
+    assert f"robots.txt:   the copy kept in {cache}, fetched" in out and "(fresh:" in out
     assert "DISALLOWED by 'Disallow: /private' (line 2)" in out
     assert site.count("/robots.txt") == 1  # read, not fetched
     other = f"http://127.0.0.1:{closed_port()}/x"
     status, out = robots_without_fetching(other, *args, capsys=capsys)
     assert status == 2 and "no copy of" in out
+    # The running command's RFC9309_CACHE_TTL decides whether the copy is fresh.
+    short = (*args, "-s", "RFC9309_CACHE_TTL=0.001")
+    status, out = robots_without_fetching(f"{site.url}/private/x", *short, capsys=capsys)
+    assert "(expired: a crawl refreshes it;" in out
+
+
+def test_by_default_the_fresh_kept_copy_is_used_as_a_crawl_would_and_live_fetches(site, tmp_path):
+    import json
+
+    cache = str(tmp_path / "robots.sqlite")
+    site.route("/robots.txt", body=ROBOTS)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "RFC9309_PERSISTENT_CACHE_PATH": cache,
+    }
+    subprocess.run(
+        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/page"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")  # changed since
+    path = ("-s", f"RFC9309_PERSISTENT_CACHE_PATH={cache}")
+    kept = robots(f"{site.url}/x", *path, cwd=tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr  # the kept copy allows /x
+    assert f"robots.txt:   the copy kept in {cache}" in kept.stdout
+    assert site.count("/robots.txt") == 1
+    expired = robots(f"{site.url}/x", *path, "-s", "RFC9309_CACHE_TTL=0.001", cwd=tmp_path)
+    assert expired.returncode == 1  # a crawl would fetch it again: so does the command
+    assert "fetched now" in expired.stdout
+    live = robots(f"{site.url}/x", *path, "--live", cwd=tmp_path)
+    assert live.returncode == 1 and "fetched now" in live.stdout
+    assert site.count("/robots.txt") == 3
+
+
+def test_bad_urls_and_option_pairs_are_one_line_errors_with_status_2(tmp_path, capsys):
+    status, out, err = robots_without_fetching("http://[::1/a", capsys=capsys, stderr=True)
+    assert (status, out) == (2, "")
+    assert err.startswith("error: not a valid URL: 'http://[::1/a'") and err.count("\n") == 1
+    status, out, err = robots_without_fetching("http://h:99999/a", capsys=capsys, stderr=True)
+    assert status == 2 and "not a valid URL" in err
+    path = tmp_path / "robots.txt"
+    path.write_bytes(b"User-agent: *\nDisallow: /\n")
+    for other in ("--cached", "--live"):
+        status, out, err = robots_without_fetching(
+            "http://example.com/a", "--file", str(path), other, capsys=capsys, stderr=True
+        )
+        assert status == 2 and f"without --cached or --live" in err, other
+    status, out, err = robots_without_fetching(
+        "http://example.com/a", "--cached", "--live", capsys=capsys, stderr=True
+    )
+    assert status == 2 and "exclude each other" in err
+
+
+def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_directory(site, tmp_path):
+    """A deployment with its settings module on PYTHONPATH and no scrapy.cfg: Scrapy's
+    data_path() refuses to name a project data directory there."""
+    package = tmp_path / "deployed"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        "ADDONS = {'scrapy_rfc9309.Addon': 500}\nROBOTSTXT_OBEY = True\n"
+    )
+    site.route("/robots.txt", body=ROBOTS)
+    env = {
+        **os.environ,
+        "SCRAPY_SETTINGS_MODULE": "deployed.settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", f"{site.url}/private/x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "DISALLOWED by 'Disallow: /private'" in result.stdout
 
 
 def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_path, capsys):

@@ -12,9 +12,15 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
-from scrapy.utils.project import data_path
 
-from ..._settings import BUDGET_DEFAULTS, SettingError, choice, redacted_url, with_defaults
+from ..._settings import (
+    BUDGET_DEFAULTS,
+    SettingError,
+    choice,
+    data_file,
+    redacted_url,
+    with_defaults,
+)
 from ...budget.policy import BudgetPolicy, PolicyError, zone
 from ...budget.storage import MemoryStorage, RedisStorage, SQLiteStorage, StorageError
 
@@ -75,7 +81,10 @@ def load_policy(settings: BaseSettings) -> BudgetPolicy:
     path = settings.get("DOMAINBUDGET_POLICY_FILE")
     inline = settings.get("DOMAINBUDGET_POLICY")
     if path and inline:
-        raise PolicyError("set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both")
+        raise PolicyError(
+            "set DOMAINBUDGET_POLICY_FILE or DOMAINBUDGET_POLICY, not both (on the command "
+            "line, -s DOMAINBUDGET_POLICY_FILE= clears the project's file)"
+        )
     if path:
         resolved = _project_path(path)
         try:
@@ -123,7 +132,7 @@ def budget_settings(settings: BaseSettings) -> BaseSettings:
     defaulting to ``.scrapy/domainbudget.sqlite`` in the project."""
     filled = with_defaults(settings, BUDGET_DEFAULTS)
     if filled.get("DOMAINBUDGET_SQLITE_PATH") is None:
-        filled.set("DOMAINBUDGET_SQLITE_PATH", data_path("domainbudget.sqlite"))
+        filled.set("DOMAINBUDGET_SQLITE_PATH", data_file("domainbudget.sqlite"))
     return filled
 
 

@@ -313,9 +313,11 @@ def entry_for(
     reason: str | None,
     fresh_for: float,
     previous: RobotsEntry | None = None,
+    kept_since: float | None = None,
 ) -> RobotsEntry:
     """The cache entry for a result fetched earlier (by another process, or before a
-    restart), fresh for *fresh_for* more seconds (never longer than the policy's)."""
+    restart, at *kept_since* seconds since the epoch), fresh for *fresh_for* more
+    seconds (never longer than the policy's)."""
     now = monotonic()
     policy = config.policy
     if outcome is FetchOutcome.SUCCESS and robots is not None:
@@ -324,7 +326,8 @@ def entry_for(
         entry = policy.unavailable(now, status, reason)
     else:  # unreachable: this process's own last good copy, if it has one
         entry = policy.unreachable(now, previous, status)
-    return replace(entry, expires_at=min(entry.expires_at, now + max(fresh_for, 0.0)))
+    expires_at = min(entry.expires_at, now + max(fresh_for, 0.0))
+    return replace(entry, expires_at=expires_at, kept_since=kept_since)
 
 
 #: A robots.txt body at least this long is parsed, and the crawler's rules in it

@@ -57,7 +57,7 @@ class PersistentRobotsFetcher:
     ) -> Fetched:
         record = await self._get(authority)
         now = wall_clock()
-        if record is not None and record.fresh(now):
+        if record is not None and record.fresh(now, self.config.policy.cache_ttl):
             self.stats.inc_value("rfc9309/persistent_hit")
             return await self._from_record(authority, record, now)
         if record is not None and record.outcome == FetchOutcome.SUCCESS and record.body:
@@ -74,8 +74,16 @@ class PersistentRobotsFetcher:
     async def _from_record(self, authority: str, record: StoredRobots, now: float) -> Fetched:
         outcome = FetchOutcome(record.outcome)
         robots = await parse_body(self.config, record.body) if record.body is not None else None
-        fresh_for = record.fetched_at + record.ttl - now
-        entry = entry_for(self.config, outcome, record.status, robots, record.reason, fresh_for)
+        fresh_for = record.fetched_at + self.config.policy.cache_ttl - now
+        entry = entry_for(
+            self.config,
+            outcome,
+            record.status,
+            robots,
+            record.reason,
+            fresh_for,
+            kept_since=record.fetched_at,
+        )
         url = f"{authority}/robots.txt"
         request = Request(url, callback=NO_CALLBACK, dont_filter=True)
         return Fetched(entry, url, request, body=record.body)
