@@ -244,7 +244,7 @@ def test_bad_urls_and_option_pairs_are_one_line_errors_with_status_2(tmp_path, c
         status, out, err = robots_without_fetching(
             "http://example.com/a", "--file", str(path), other, capsys=capsys, stderr=True
         )
-        assert status == 2 and f"without --cached or --live" in err, other
+        assert status == 2 and "without --cached or --live" in err, other
     status, out, err = robots_without_fetching(
         "http://example.com/a", "--cached", "--live", capsys=capsys, stderr=True
     )
