@@ -4,9 +4,10 @@ Uses the robots.txt a crawl would use now: the copy crawls keep across restarts
 while it is younger than ``RFC9309_CACHE_TTL``, else ``{scheme}://{authority}/robots.txt``
 fetched (``--live`` always fetches, ``--cached`` reads the kept copy even when
 expired, ``--file`` reads a file).  A fetch goes the way a crawl's does: through
-Scrapy's downloader with the project's settings and the robots middleware's fetch (redirects to http/https only, up to ``RFC9309_MAX_REDIRECTS``;
-``RFC9309_TIMEOUT`` for the whole fetch; at most ``RFC9309_MAX_BYTES`` of decoded
-text; 4xx = everything allowed, 429/5xx = ``RFC9309_UNREACHABLE``).
+Scrapy's downloader with the project's settings and the robots middleware's fetch
+(redirects to http/https only, up to ``RFC9309_MAX_REDIRECTS``; ``RFC9309_TIMEOUT``
+for the whole fetch; at most ``RFC9309_MAX_BYTES`` of decoded text; 4xx = everything
+allowed, 429/5xx = ``RFC9309_UNREACHABLE``).
 
 Exit status: 0 allowed, 1 disallowed, 2 error (bad input, or robots.txt could not
 be fetched at all: a crawl would then apply ``RFC9309_UNREACHABLE``).
