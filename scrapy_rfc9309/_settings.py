@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import math
 import re
@@ -22,6 +23,7 @@ from .budget.policy import PolicyError
 from .robots import (
     DEFAULT_MAX_BYTES,
     MAX_CACHE_TTL,
+    USE_NAMES,
     AccessPolicy,
     compile_pattern,
     is_rfc_token,
@@ -73,8 +75,15 @@ def report_configuration_errors_in_one_line() -> None:
 
 
 def number(
-    settings: BaseSettings, name: str, minimum: float = 0, maximum: float | None = None
+    settings: BaseSettings,
+    name: str,
+    minimum: float = 0,
+    maximum: float | None = None,
+    *,
+    above: bool = False,
 ) -> float:
+    """The number setting *name*, at least *minimum* (more than it, with *above*) and
+    at most *maximum*."""
     value = settings.get(name)
     try:
         result = float(value)
@@ -82,12 +91,17 @@ def number(
         raise SettingError(f"{name} must be a number, not {value!r}") from None
     if not math.isfinite(result):
         raise SettingError(f"{name} must be a finite number, not {value!r}")
-    if result < minimum or (maximum is not None and result > maximum):
-        bounds = (
-            f"between {minimum:g} and {maximum:g}" if maximum is not None else f">= {minimum:g}"
-        )
-        raise SettingError(f"{name} must be {bounds}, not {value!r}")
+    too_small = result <= minimum if above else result < minimum
+    if too_small or (maximum is not None and result > maximum):
+        low = f"more than {_written(minimum)}" if above else f"at least {_written(minimum)}"
+        high = f" and at most {_written(maximum)}" if maximum is not None else ""
+        raise SettingError(f"{name} must be {low}{high}, not {value!r}")
     return result
+
+
+def _written(number: float) -> str:
+    """*number* as a person writes it: ``512000``, ``0.5``."""
+    return f"{int(number)}" if number == int(number) else f"{number:g}"
 
 
 def flag(settings: BaseSettings, name: str) -> bool:
@@ -111,10 +125,9 @@ def compile_exclusions(
     """A matcher for the operator's deny list: robots-style path patterns, or regular
     expressions written ``re:...``, matched against the canonical path + query.
     It returns the entry that matched, or ``None``."""
-    if isinstance(entries, str):  # "/a,/b" from the command line (-s), as getlist() reads it
-        entries = [entry.strip() for entry in entries.split(",") if entry.strip()]
-    if not isinstance(entries, (list, tuple)):
+    if not isinstance(entries, (str, list, tuple)):
         raise SettingError(f"{name} must be a list of path patterns, not {entries!r}")
+    entries = list_value(entries, name)
     patterns: list[tuple[str, Callable[[str], Any]]] = []
     for entry in entries:
         if not isinstance(entry, str) or not entry:
@@ -166,7 +179,8 @@ class RobotsSettings:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsSettings:
         policy = AccessPolicy(
-            cache_ttl=number(settings, "RFC9309_CACHE_TTL", 0, MAX_CACHE_TTL),
+            # 0 would fetch robots.txt again before almost every request.
+            cache_ttl=number(settings, "RFC9309_CACHE_TTL", 0, MAX_CACHE_TTL, above=True),
             failure_ttl=number(settings, "RFC9309_FAILURE_TTL", 0, MAX_CACHE_TTL),
             unreachable_allows=choice(settings, "RFC9309_UNREACHABLE", ("disallow", "allow"))
             == "allow",
@@ -204,13 +218,45 @@ def data_file(name: str) -> str:
 
 
 def _content_uses(value: Any) -> tuple[str, ...]:
-    uses = value.split(",") if isinstance(value, str) else value
-    if not isinstance(uses, (list, tuple)) or not all(isinstance(use, str) for use in uses):
+    uses = list_value(value, "RFC9309_CONTENT_USES")
+    if not all(isinstance(use, str) for use in uses):
         raise SettingError(
-            f"RFC9309_CONTENT_USES must be a list of usage categories (e.g. ['train-ai', "
-            f"'ai-train']), not {value!r}"
+            f"RFC9309_CONTENT_USES must be a list of usage categories (e.g. ['train-ai']), "
+            f"not {value!r}"
         )
     return tuple(use.strip() for use in uses if use.strip())
+
+
+def use_mistakes(uses: tuple[str, ...]) -> list[str]:
+    """The names in ``RFC9309_CONTENT_USES`` that name no known use (a typo matches
+    only a category of that exact name, which no site writes)."""
+    known = ", ".join(sorted(USE_NAMES))
+    return [
+        f"RFC9309_CONTENT_USES: {use!r} is not a known use, and is only matched as a "
+        f"category of that exact name; the known ones: {known}"
+        for use in uses
+        if use not in USE_NAMES
+    ]
+
+
+def list_value(value: Any, name: str) -> list[Any]:
+    """A list setting's value: a list or tuple, a JSON list (``-s NAME='[429, 503]'``)
+    or comma-separated text (``-s NAME=429,503``, as Scrapy's ``getlist`` reads it)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise SettingError(
+                    f"{name}: {value!r} is not a JSON list; write it as JSON "
+                    f'(-s {name}=\'["a", "b"]\') or comma-separated (-s {name}=a,b)'
+                ) from None
+        else:
+            value = [item.strip() for item in text.split(",") if item.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise SettingError(f"{name} must be a list, not {value!r}")
+    return list(value)
 
 
 def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
@@ -262,12 +308,13 @@ class CrawlDelaySettings:
         settings = with_defaults(settings, CRAWLDELAY_DEFAULTS)
         if not flag(settings, "CRAWLDELAY_ENABLED"):
             return None
-        max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400)
-        if not max_delay:
+        try:
+            max_delay = number(settings, "CRAWLDELAY_MAX_DELAY", 0, 86400, above=True)
+        except SettingError as exc:
             raise SettingError(
-                "CRAWLDELAY_MAX_DELAY must be more than 0 (it caps the Crawl-delay obeyed, "
-                "in seconds); to ignore Crawl-delay, set CRAWLDELAY_ENABLED = False"
-            )
+                f"{exc} (it caps the Crawl-delay obeyed, in seconds); to ignore "
+                f"Crawl-delay, set CRAWLDELAY_ENABLED = False"
+            ) from None
         default_delay, slot_delays = configured_delays(settings)
         return cls(
             max_delay=max_delay,
@@ -300,21 +347,28 @@ class BackoffSettings:
         if not flag(settings, "BACKOFF_ENABLED"):
             return None
         codes = settings.get("BACKOFF_HTTP_CODES")
-        if isinstance(codes, str):
-            codes = codes.split(",")
         try:
-            parsed = frozenset(int(code) for code in codes)
+            parsed = frozenset(int(code) for code in list_value(codes, "BACKOFF_HTTP_CODES"))
         except (TypeError, ValueError):
             parsed = frozenset({0})
         if not all(100 <= code <= 599 for code in parsed):
             raise SettingError(
-                f"BACKOFF_HTTP_CODES must be a list of HTTP status codes, not {codes!r}"
+                f"BACKOFF_HTTP_CODES must be a list of HTTP status codes (e.g. [429, 503], "
+                f"or -s BACKOFF_HTTP_CODES=429,503), not {codes!r}"
+            )
+        start = number(settings, "BACKOFF_START", 0, 10**9)
+        maximum = number(settings, "BACKOFF_MAX", 0, 10**9)
+        if maximum < start:
+            raise SettingError(
+                f"BACKOFF_MAX ({_written(maximum)} s) must be at least BACKOFF_START "
+                f"({_written(start)} s): a backoff starts at BACKOFF_START and doubles up to "
+                f"BACKOFF_MAX"
             )
         return cls(
             codes=parsed,
             max_retry_after=number(settings, "BACKOFF_MAX_RETRY_AFTER", 0, 10**9),
-            start=number(settings, "BACKOFF_START", 0, 10**9),
-            maximum=number(settings, "BACKOFF_MAX", 0, 10**9),
+            start=start,
+            maximum=maximum,
             forgive_after=number(settings, "BACKOFF_FORGIVE_AFTER", 0, 10**9),
             delay=number(settings, "BACKOFF_DELAY", 0.001, 86400),
         )
@@ -504,6 +558,22 @@ def mistakes(settings: BaseSettings) -> list[str]:
         found.append(
             "a budget policy is set but DOMAINBUDGET_ENABLED is not: no request is counted "
             "or dropped; set DOMAINBUDGET_ENABLED = True"
+        )
+    backoff = (settings.getpriority("BACKOFF_ENABLED") or 0) > SETTINGS_PRIORITIES["addon"]
+    if backoff and flag(settings, "BACKOFF_ENABLED") and not flag(settings, "CRAWLDELAY_ENABLED"):
+        found.append(
+            "BACKOFF_ENABLED is True but CRAWLDELAY_ENABLED is not: backing off is part of "
+            "the Crawl-delay throttle, so no host is held on 429/503; set "
+            "CRAWLDELAY_ENABLED = True"
+        )
+    if "scrapy_redis" in str(settings.get("SCHEDULER") or "") and not settings.get(
+        "FLEET_REDIS_URL"
+    ):
+        found.append(
+            "SCHEDULER is scrapy-redis's but FLEET_REDIS_URL is not set: each process is "
+            "polite alone (Crawl-delay spacing, backoff holds and robots.txt are not shared, "
+            "so N processes may send N times the Crawl-delay's rate); set FLEET_REDIS_URL to "
+            "the fleet's Redis"
         )
     for name in sorted(settings.attributes):
         if name.startswith(_PREFIXES) and name not in KNOWN_SETTINGS:

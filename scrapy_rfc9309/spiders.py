@@ -8,8 +8,8 @@ from urllib.parse import urljoin
 
 from scrapy import Request
 
+from ._shared import authority_of
 from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from .downloadermiddlewares.robotstxt._fetch import authority_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -7,7 +7,7 @@ from ._lexer import DEFAULT_MAX_BYTES, decode, split_lines
 from ._pagedirectives import page_directives
 from ._parser import Group, GroupSelection, RobotsTxt, Rule, Verdict, path_of
 from ._pattern import Pattern, compile_pattern
-from ._preferences import NO_PREFERENCES, Preferences, parse_preference
+from ._preferences import NO_PREFERENCES, USE_NAMES, Preferences, categories_of, parse_preference
 from ._stored import RedisRobotsStore, SQLiteRobotsStore, StoredRobots, StoreError
 from ._useragent import is_rfc_token, product_token
 
@@ -16,6 +16,7 @@ __all__ = [
     "FETCHABLE_SCHEMES",
     "MAX_CACHE_TTL",
     "NO_PREFERENCES",
+    "USE_NAMES",
     "AccessPolicy",
     "FetchOutcome",
     "FetchPlan",
@@ -31,6 +32,7 @@ __all__ = [
     "StoreError",
     "StoredRobots",
     "Verdict",
+    "categories_of",
     "compile_pattern",
     "content_codings",
     "decode",

@@ -38,6 +38,32 @@ ALLOWED_VALUE = {CONTENT_USAGE: "y", CONTENT_SIGNAL: "yes"}
 LABEL = {CONTENT_USAGE: "Content-Usage", CONTENT_SIGNAL: "Content-Signal"}
 
 
+#: One use, named once: the category that means it in each vocabulary, ``None``
+#: where a vocabulary has none.  IETF AIPREF (draft-ietf-aipref-vocab-08, written in
+#: ``Content-Usage`` lines and headers, ``y``/``n``) and Cloudflare's Content Signals
+#: Policy (``Content-Signal`` lines, ``yes``/``no``).  ``ai-input`` (content given to
+#: a model to answer with) and AIPREF's ``ai-use`` (any use by an AI system) are not
+#: the same use, and are kept apart; Content Signals' ``use=`` takes levels
+#: (``immediate``, ``reference``, ``full``), not yes/no, and names no use here.
+USES: dict[str, tuple[str | None, str | None]] = {
+    "train-ai": ("train-ai", "ai-train"),
+    "search": ("search", "search"),
+    "ai-use": ("ai-use", None),
+    "ai-input": (None, "ai-input"),
+}
+#: Every name a user may give a use by: each vocabulary's category names it.
+USE_NAMES: dict[str, str] = {
+    name: use for use, names in USES.items() for name in (use, *names) if name is not None
+}
+
+
+def categories_of(use: str) -> tuple[str | None, str | None]:
+    """The (``Content-Usage``, ``Content-Signal``) categories meaning *use*, named in
+    either vocabulary; an unknown name is taken as the category of that name in both."""
+    known = USE_NAMES.get(use)
+    return USES[known] if known is not None else (use, use)
+
+
 def parse_preference(value: bytes | str) -> dict[str, str] | None:
     """The categories of a usage preference and their values (token values only,
     as written; other value types leave a category unknown), or ``None`` when the
@@ -104,11 +130,13 @@ class Preferences:
         return bool(self.usage or self.signals)
 
     def refused(self, uses: Iterable[str]) -> str | None:
-        """The first of *uses* (category labels of either vocabulary) this refuses."""
+        """The first of *uses* this refuses: each named in either vocabulary, and
+        refused by its category in either (see :data:`USES`)."""
         for use in uses:
-            if self.usage.get(use) == REFUSED[CONTENT_USAGE]:
+            usage, signal = categories_of(use)
+            if usage is not None and self.usage.get(usage) == REFUSED[CONTENT_USAGE]:
                 return use
-            if self.signals.get(use) == REFUSED[CONTENT_SIGNAL]:
+            if signal is not None and self.signals.get(signal) == REFUSED[CONTENT_SIGNAL]:
                 return use
         return None
 

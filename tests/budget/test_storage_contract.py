@@ -166,6 +166,25 @@ async def test_async_methods_keep_the_same_contract(storage):
 
 
 @pytest_twisted.ensureDeferred
+async def test_counts_read_one_key_without_changing_it(storage):
+    storage.reserve("a.com", DAY, 0, 0)
+    storage.count_request("a.com", DAY)
+    storage.reserve("b.com", DAY, 0, 0)
+
+    async def scenario():
+        return [
+            await storage.counts_async("a.com", DAY),
+            await storage.counts_async("never.com", DAY),
+            await storage.counts_async("a.com", "2026-11-23"),
+        ]
+
+    assert await on_loop(scenario()) == [(2, 1), (0, 0), (0, 0)]
+    assert storage.counts("a.com", DAY) == (2, 1)
+    assert storage.counts("never.com", DAY) == (0, 0)
+    assert storage.usage(DAY) == {"a.com": (2, 1), "b.com": (1, 1)}
+
+
+@pytest_twisted.ensureDeferred
 async def test_async_reservations_from_many_tasks_never_overshoot(storage):
     async def scenario():
         results = await asyncio.gather(

@@ -84,6 +84,26 @@ def test_content_signal_lines_and_a_line_without_a_path():
     assert found.refused(["search"]) is None
 
 
+def test_a_use_is_named_once_and_refused_in_either_vocabulary():
+    signal_only = RobotsTxt.parse(
+        b"User-agent: *\nContent-Signal: search=yes,ai-train=no,use=reference\n"
+    ).preferences("/p", "bot")
+    assert signal_only.refused(["train-ai"]) == "train-ai"  # AIPREF's name, Cloudflare's no
+    assert signal_only.refused(["ai-train"]) == "ai-train"
+    assert signal_only.refused(["search", "ai-use", "ai-input"]) is None
+    usage_only = RobotsTxt.parse(
+        b"User-agent: *\nContent-Usage: / train-ai=n, search=n, ai-use=n\n"
+    ).preferences("/p", "bot")
+    assert usage_only.refused(["ai-train"]) == "ai-train"  # Cloudflare's name, AIPREF's n
+    assert usage_only.refused(["search"]) == "search"
+    assert usage_only.refused(["ai-use"]) == "ai-use"
+    assert usage_only.refused(["ai-input"]) is None  # not the same use as ai-use
+    inputs = RobotsTxt.parse(b"User-agent: *\nContent-Signal: ai-input=no\n").preferences(
+        "/p", "bot"
+    )
+    assert inputs.refused(["ai-use"]) is None and inputs.refused(["ai-input"]) == "ai-input"
+
+
 def test_the_lines_neither_start_nor_end_a_group():
     robots = RobotsTxt.parse(
         b"User-agent: a\nContent-Usage: / train-ai=n\nUser-agent: b\nDisallow: /x\n"

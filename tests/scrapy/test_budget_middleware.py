@@ -61,6 +61,21 @@ async def test_robots_txt_is_counted_but_never_refused(site, db):
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_domain_whose_budget_is_spent_costs_its_site_no_robots_txt(site, db, tmp_path):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    urls = [f"{site.url}/p/{i}" for i in range(3)]
+    settings = {"DOMAINBUDGET_POLICY": policy(pages=2), "DOMAINBUDGET_SQLITE_PATH": db, **BUDGET}
+    await crawl(urls, RFC9309_PERSISTENT_CACHE=False, **settings)
+    assert site.count("/robots.txt") == 1 and len(page_paths(site)) == 2
+    site.hits.clear()
+    # A restart the same day, robots.txt not kept: every page would be dropped.
+    again = await crawl(urls, RFC9309_PERSISTENT_CACHE=False, **settings)
+    assert site.paths() == []
+    assert again.stats.get_value("domainbudget/dropped") == 3
+    assert again.stats.get_value("rfc9309/request_count") is None
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_non_2xx_response_gives_its_page_back(site, db):
     for i in range(3):
         site.route(f"/p/missing{i}", status=404)
@@ -221,19 +236,27 @@ async def test_one_info_line_per_domain_when_over_budget_and_a_summary_at_close(
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_storage_failure_is_logged_once(site, caplog):
+async def test_a_storage_unreachable_from_the_start_is_said_once_at_start_up(site, caplog):
     from tests.server import closed_port
 
     caplog.set_level("INFO", logger="scrapy_rfc9309")
+    port = closed_port()
     crawler = await crawl(
         [f"{site.url}/p/{i}" for i in range(4)],
         DOMAINBUDGET_STORAGE="scrapy_rfc9309.budget.storage.RedisStorage",
-        DOMAINBUDGET_REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0",
+        DOMAINBUDGET_REDIS_URL=f"redis://127.0.0.1:{port}/0",
         **BUDGET,
     )
-    failures = [r for r in caplog.records if "Budget storage failed (" in r.getMessage()]
-    assert len(failures) == 1 and failures[0].levelname == "ERROR"
-    assert crawler.stats.get_value("domainbudget/storage_error") == 5  # robots.txt + 4 pages
+    failures = [r for r in caplog.records if "Budget storage" in r.getMessage()]
+    assert len(failures) == 2 and all(r.levelname == "ERROR" for r in failures)
+    start, close = (r.getMessage() for r in failures)
+    assert start.startswith(f"Budget storage Redis redis://127.0.0.1:{port}/0 cannot be reached ")
+    assert start.endswith(
+        "requests go through uncounted until it answers (DOMAINBUDGET_ON_STORAGE_ERROR = 'allow')"
+    )
+    assert close.startswith("Budget storage failed at close")
+    # The start-up read, robots.txt and 4 pages.
+    assert crawler.stats.get_value("domainbudget/storage_error") == 6
     assert len(page_paths(site)) == 4
     # The close summary does not claim 0 of the 4 pages that went through.
     summary = [r.getMessage() for r in caplog.records if "Daily budget of" in r.getMessage()]

@@ -15,9 +15,11 @@ from tests.helpers import BUDGET, page_paths, policy
 async def test_a_corrupt_sqlite_file_at_start_up_stops_the_crawl_naming_the_file(site, tmp_path):
     path = tmp_path / "budget.sqlite"
     path.write_bytes(b"this is not a database" * 1000)
-    # A start-up error: the crawl stops with one line naming the setting and the file.
+    # A start-up error: the crawl stops with one line naming the file and the setting.
     with pytest.raises(
-        SettingError, match=r"DOMAINBUDGET_STORAGE = .*budget\.sqlite: file is not a database"
+        SettingError,
+        match=r"the budget storage failed: .*budget\.sqlite: file is not a database \(move the "
+        r"file aside for a new one, or set DOMAINBUDGET_SQLITE_PATH\)",
     ):
         await crawl([f"{site.url}/p/0"], DOMAINBUDGET_SQLITE_PATH=str(path), **BUDGET)
     assert site.paths() == []

@@ -267,7 +267,7 @@ def test_a_slow_robots_txt_in_scrapy_robots_ends_at_the_timeout(site, tmp_path):
     )
     assert time.monotonic() - start < 20  # the body would take 60 s
     assert result.returncode == 2
-    [line] = result.stdout.splitlines()
+    [line] = result.stderr.splitlines()
     assert line.startswith("error: ") and "unreachable" in line
 
 

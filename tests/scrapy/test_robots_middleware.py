@@ -271,7 +271,7 @@ class SignalRecorder:
 
     @classmethod
     def from_crawler(cls, crawler):
-        from scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch import ROBOTS_PARSED
+        from scrapy_rfc9309._shared import ROBOTS_PARSED
 
         crawler.signals.connect(cls.record, signal=ROBOTS_PARSED)
         return cls()

@@ -41,15 +41,27 @@ async def test_with_enforcement_no_refused_page_reaches_the_server(site):
     crawler = await crawl(
         article_urls(site), spider=MetaSpider, RFC9309_CONTENT_USES=["train-ai"], **ADDON
     )
-    assert not any(path.startswith("/articles/") for path in site.paths())
-    assert [seen[0] for seen in crawler.spider.seen] == ["about"]
-    assert crawler.stats.get_value("rfc9309/preference_refused") == 3
+    assert site.paths() == ["/robots.txt"]
+    # /about too: its Content-Signal says ai-train=no, the same use as train-ai.
+    assert crawler.spider.seen == []
+    assert crawler.stats.get_value("rfc9309/preference_refused") == 4
     report = crawler.stats.get_value("rfc9309/report")
-    assert report[0]["rules"][0] == {
-        "rule": "Content-Usage: /articles/ train-ai=n",
-        "line": 3,
-        "dropped": 3,
-    }
+    assert report[0]["rules"] == [
+        {"rule": "Content-Usage: /articles/ train-ai=n", "line": 3, "dropped": 3},
+        {"rule": "Content-Signal: search=yes, ai-train=no", "line": 4, "dropped": 1},
+    ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_use_named_in_one_vocabulary_is_refused_by_the_other(site):
+    site.route(
+        "/robots.txt", body=b"User-agent: *\nContent-Signal: /articles/ search=yes, ai-train=no\n"
+    )
+    crawler = await crawl(
+        article_urls(site), spider=MetaSpider, RFC9309_CONTENT_USES=["train-ai"], **ADDON
+    )
+    assert not any(path.startswith("/articles/") for path in site.paths())
+    assert crawler.stats.get_value("rfc9309/preference_refused") == 3
 
 
 @pytest_twisted.ensureDeferred

@@ -99,12 +99,19 @@ BUDGET = ADDON + "DOMAINBUDGET_ENABLED = True\n"
             None,
             "DOMAINBUDGET_STORAGE",
         ),
+        (
+            BUDGET + "DOMAINBUDGET_POLICY = {}\nDOMAINBUDGET_SQLITE_PATH = 'policy.yaml'\n",
+            "not an SQLite file, " * 300,
+            "policy.yaml: file is not a database (move the file aside for a new one, or set "
+            "DOMAINBUDGET_SQLITE_PATH)",
+        ),
     ],
-    ids=["nan", "policy-yaml", "storage"],
+    ids=["nan", "policy-yaml", "storage", "corrupt-sqlite"],
 )
 def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
     new_project, settings, policy, message
 ):
+    """*policy*: the text of the project's file policy.yaml."""
     project = new_project(settings)
     if policy is not None:
         (project / "policy.yaml").write_text(policy)

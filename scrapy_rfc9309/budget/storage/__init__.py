@@ -6,7 +6,8 @@ changes nothing, so concurrent crawlers can never overshoot a limit.  Every
 backend passes the same contract tests (``tests/budget/test_storage_contract.py``).
 
 The plain methods may block (on a file lock or the network).  The ``*_async``
-methods of the hot path (reserve, count a request, release a page) never block the
+methods of the hot path (reserve, count a request, release a page, read one
+domain's counts) never block the
 event loop they run on: the memory storage answers at once, the SQLite storage
 tries its statement without waiting for a lock and hands it to a worker thread only
 when another writer holds the file, the Redis storage uses a pipelined asyncio
@@ -16,7 +17,7 @@ connection, and any other storage falls back to a worker thread.
 ``scrapy_rfc9309.budget.storage.SQLiteStorage``.
 """
 
-from ._base import BudgetStorage, Reservation, StorageError, Usage
+from ._base import BudgetStorage, Reservation, StorageError, Usage, reservation_for
 from ._memory import MemoryStorage
 from ._redis import RedisStorage
 from ._sqlite import SQLiteStorage
@@ -29,4 +30,5 @@ __all__ = [
     "SQLiteStorage",
     "StorageError",
     "Usage",
+    "reservation_for",
 ]

@@ -40,6 +40,11 @@ class BudgetStorage(ABC):
     def release_page(self, key: str, day: str) -> None:
         """Give back one page reservation (the response was not a page)."""
 
+    def counts(self, key: str, day: str) -> tuple[int, int]:
+        """*key*'s (requests, pages) on *day*, changing nothing; backends override it
+        with a read of that one key."""
+        return self.usage(day).get(key, (0, 0))
+
     @abstractmethod
     def usage(self, day: str) -> Usage:
         """Every domain key's counters for *day*."""
@@ -63,6 +68,9 @@ class BudgetStorage(ABC):
 
     async def release_page_async(self, key: str, day: str) -> None:
         await asyncio.to_thread(self.release_page, key, day)
+
+    async def counts_async(self, key: str, day: str) -> tuple[int, int]:
+        return await asyncio.to_thread(self.counts, key, day)
 
     async def close_async(self) -> None:
         await asyncio.to_thread(self.close)

@@ -33,6 +33,11 @@ class MemoryStorage(BudgetStorage):
             if counts and counts[1] > 0:
                 counts[1] -= 1
 
+    def counts(self, key: str, day: str) -> tuple[int, int]:
+        with self._lock:
+            requests, pages = self._counts.get((day, key), (0, 0))
+            return requests, pages
+
     def usage(self, day: str) -> Usage:
         with self._lock:
             return {key: (c[0], c[1]) for (d, key), c in self._counts.items() if d == day}
@@ -52,3 +57,6 @@ class MemoryStorage(BudgetStorage):
 
     async def release_page_async(self, key: str, day: str) -> None:
         self.release_page(key, day)
+
+    async def counts_async(self, key: str, day: str) -> tuple[int, int]:
+        return self.counts(key, day)

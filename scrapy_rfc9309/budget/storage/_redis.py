@@ -139,6 +139,22 @@ class RedisStorage(BudgetStorage):
     async def release_page_async(self, key: str, day: str) -> None:
         await self._run_async(self._RELEASE, day, key)
 
+    def counts(self, key: str, day: str) -> tuple[int, int]:
+        try:
+            requests, pages = self.client.hmget(self._key(day, key), "r", "p")
+        except self._errors as exc:
+            raise StorageError(f"Redis budget storage: {exc}") from exc
+        return int(requests or 0), int(pages or 0)
+
+    async def counts_async(self, key: str, day: str) -> tuple[int, int]:
+        if self._pipe is None:
+            return await asyncio.to_thread(self.counts, key, day)
+        try:
+            requests, pages = await self._pipe.call("HMGET", self._key(day, key), "r", "p")
+        except self._errors as exc:
+            raise StorageError(f"Redis budget storage: {exc}") from exc
+        return int(requests or 0), int(pages or 0)
+
     def usage(self, day: str) -> Usage:
         prefix = self._key(day, "")
         try:

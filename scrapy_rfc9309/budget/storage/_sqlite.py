@@ -127,11 +127,7 @@ class SQLiteStorage(BudgetStorage):
         params = {"day": day, "key": key, "max_requests": max_requests, "max_pages": max_pages}
         if self._execute(connection, self._RESERVE, params).rowcount == 1:
             return Reservation.GRANTED
-        row = self._execute(
-            connection,
-            "SELECT requests, pages FROM budget WHERE day = ? AND domain = ?",
-            (day, key),
-        ).fetchone()
+        row = self._counts(connection, key, day)
         refused = reservation_for(row[0], row[1], max_requests, max_pages) if row else None
         return (
             refused
@@ -139,8 +135,22 @@ class SQLiteStorage(BudgetStorage):
             else Reservation.REQUESTS_EXHAUSTED
         )
 
+    def _counts(self, connection: sqlite3.Connection, key: str, day: str) -> tuple[int, int] | None:
+        row = self._execute(
+            connection,
+            "SELECT requests, pages FROM budget WHERE day = ? AND domain = ?",
+            (day, key),
+        ).fetchone()
+        return (row[0], row[1]) if row else None
+
     def reserve(self, key: str, day: str, max_requests: int, max_pages: int) -> Reservation:
         return self._reserve(self._connection(), key, day, max_requests, max_pages)
+
+    def counts(self, key: str, day: str) -> tuple[int, int]:
+        return self._counts(self._connection(), key, day) or (0, 0)
+
+    async def counts_async(self, key: str, day: str) -> tuple[int, int]:
+        return await self._without_waiting(self._counts, key, day) or (0, 0)
 
     def count_request(self, key: str, day: str) -> None:
         self._execute(self._connection(), self._COUNT_REQUEST, (day, key))

@@ -22,9 +22,9 @@ from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..._settings import SettingError, flag, report_configuration_errors_in_one_line
+from ..._shared import META_ROBOTS, offers
 from ...budget.policy import DomainLimits, day_of
-from ...budget.storage import Reservation, StorageError
-from ..robotstxt._fetch import META_ROBOTS
+from ...budget.storage import Reservation, StorageError, reservation_for
 from ._setup import BudgetSettings, unix_time
 
 if TYPE_CHECKING:
@@ -59,11 +59,34 @@ class DomainBudgetMiddleware:
         self._announced: set[tuple[str, str]] = set()
         self._storage_failed = False
         self._touched: dict[str, DomainLimits] = {}
+        self._store = config.describe_store()
+        offers(crawler).budget_refusal = self.refusal
+        crawler.signals.connect(self._check_storage, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    async def _check_storage(self, spider: Any = None) -> None:
+        """Read the store once before the first request: one that cannot be reached
+        (a Redis with nothing listening) is said at start-up, in one line, with what
+        ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it."""
+        try:
+            await self.storage.counts_async("", day_of(unix_time(), self.tz))
+        except StorageError as exc:
+            self._storage_failed = True
+            self.stats.inc_value("domainbudget/storage_error")
+            logger.error(
+                "Budget storage %s cannot be reached at start-up (%s); %s until it answers "
+                "(DOMAINBUDGET_ON_STORAGE_ERROR = %r)",
+                self._store,
+                exc,
+                "requests are dropped (robots.txt excepted)"
+                if self.fail_closed
+                else "requests go through uncounted",
+                "deny" if self.fail_closed else "allow",
+            )
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         host = urlparse_cached(request).hostname
@@ -93,6 +116,31 @@ class DomainBudgetMiddleware:
             request.meta[META_RESERVED] = (limits.key, day)
             self.stats.inc_value("domainbudget/granted")
             return
+        raise IgnoreRequest(self._refused(limits, day, result))
+
+    async def refusal(self, request: Request) -> str | None:
+        """Why *request* would be dropped now (its domain's budget for today is spent),
+        counted as a drop; ``None`` if it would not be.  Reserves nothing: a read."""
+        host = urlparse_cached(request).hostname
+        if not host or request.meta.get(META_ROBOTS):
+            return None
+        limits = self.policy.limits_for(host)
+        day = day_of(unix_time(), self.tz)
+        try:
+            requests, pages = await self.storage.counts_async(limits.key, day)
+        except StorageError:
+            return None  # the reservation follows DOMAINBUDGET_ON_STORAGE_ERROR
+        result = reservation_for(
+            requests, pages, limits.max_requests_per_day, limits.max_pages_per_day
+        )
+        if result is Reservation.GRANTED:
+            return None
+        self._touched[limits.key] = limits
+        return self._refused(limits, day, result)
+
+    def _refused(self, limits: DomainLimits, day: str, result: Reservation) -> str:
+        """Count a request dropped for *result*, say once per domain and day which
+        limit was reached, and give the reason."""
         self.stats.inc_value("domainbudget/dropped")
         self.stats.inc_value(f"domainbudget/dropped/{result.value}")
         if (limits.key, day) not in self._announced:
@@ -109,7 +157,7 @@ class DomainBudgetMiddleware:
                 limit,
                 day,
             )
-        raise IgnoreRequest(f"Daily budget of {limits.key} reached ({result.value})")
+        return f"Daily budget of {limits.key} reached ({result.value})"
 
     async def process_response(
         self, request: Request, response: Response, spider: Any = None

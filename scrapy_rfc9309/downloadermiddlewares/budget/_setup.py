@@ -59,6 +59,10 @@ class BudgetSettings:
     def build_storage(self) -> BudgetStorage:
         return build_storage(self.settings)
 
+    def describe_store(self) -> str:
+        """Which store the counts are kept in, in words."""
+        return describe_store(self.settings)
+
     def describe(self) -> str:
         """Which policy, store and time zone the crawl uses, in words."""
         return (
@@ -146,7 +150,12 @@ def build_storage(settings: BaseSettings) -> BudgetStorage:
     try:
         return storage_cls.from_settings(settings)
     except StorageError as exc:
-        raise SettingError(f"DOMAINBUDGET_STORAGE = {name!r}: {exc}") from None
+        hint = (
+            " (move the file aside for a new one, or set DOMAINBUDGET_SQLITE_PATH)"
+            if issubclass(storage_cls, SQLiteStorage)
+            else f" (DOMAINBUDGET_STORAGE = {name!r})"
+        )
+        raise SettingError(f"the budget storage failed: {exc}{hint}") from None
 
 
 def storage_class(settings: BaseSettings) -> type[BudgetStorage]:

@@ -34,7 +34,17 @@ from ..._settings import (
     redacted_url,
     report_configuration_errors_in_one_line,
     token_mistakes,
+    use_mistakes,
     with_defaults,
+)
+from ..._shared import (
+    META_DELAY,
+    META_PREFERENCES,
+    META_ROBOTS,
+    ROBOTS_PARSED,
+    authority_of,
+    crawler_token,
+    offers,
 )
 from ...robotparser import RobotParser
 from ...robots import (
@@ -43,21 +53,12 @@ from ...robots import (
     RedisRobotsStore,
     RobotsEntry,
     SQLiteRobotsStore,
+    categories_of,
     content_codings,
     decode_bounded,
     parse_preference,
 )
-from ._fetch import (
-    META_DELAY,
-    META_PREFERENCES,
-    META_ROBOTS,
-    ROBOTS_PARSED,
-    Fetcher,
-    RobotsFetcher,
-    authority_of,
-    crawler_token,
-    has_robots_txt,
-)
+from ._fetch import Fetcher, RobotsFetcher, has_robots_txt
 from ._fleet import SharedRobotsFetcher
 from ._persistent import PersistentRobotsFetcher
 from ._report import RobotsReport
@@ -97,8 +98,9 @@ class RobotsTxtMiddleware:
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
         self._warned: set[str] = set()
         self.report = RobotsReport()
+        self._offers = offers(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-        for mistake in token_mistakes(crawler.settings):
+        for mistake in token_mistakes(crawler.settings) + use_mistakes(self.config.content_uses):
             logger.warning("scrapy_rfc9309: %s", mistake)
         logger.info(
             "robots.txt obeyed (RFC 9309) for product token %r; copies shared %s, %s",
@@ -140,6 +142,10 @@ class RobotsTxtMiddleware:
         if request.meta.get("dont_obey_robotstxt") or not has_robots_txt(request):
             return  # robots.txt is fetched over http(s) only: ftp:, s3: ... pass
         authority = authority_of(request)
+        if self._offers.budget_refusal is not None and self._must_fetch(authority):
+            refused = await self._offers.budget_refusal(request)
+            if refused is not None:  # no page may go: its robots.txt is not worth a request
+                raise IgnoreRequest(refused)
         entry = await self.entry(authority, request)
         token = crawler_token(self.config.user_agent, request, self._default_user_agent)
         verdict = entry.check(request.url, token)
@@ -200,11 +206,24 @@ class RobotsTxtMiddleware:
         usage = {**stated["content-usage"], **values}
         lines = [*stated["lines"], f"Content-Usage header: {header.decode('latin-1')}"]
         request.meta[META_PREFERENCES] = {**stated, "content-usage": usage, "lines": lines}
-        refused = next((use for use in self.config.content_uses if values.get(use) == "n"), None)
+        refused = next(
+            (
+                use
+                for use in self.config.content_uses
+                if values.get(categories_of(use)[0] or "") == "n"
+            ),
+            None,
+        )
         if refused is not None:
             self.stats.inc_value("rfc9309/preference_refused_response")
             raise IgnoreRequest(f"the response's Content-Usage header refuses {refused!r}")
         return response
+
+    def _must_fetch(self, authority: str) -> bool:
+        """Whether a request to *authority* now would start a robots.txt fetch."""
+        cached = self._cache.get(authority)
+        fresh = cached is not None and not cached.expired(monotonic())
+        return not fresh and authority not in self._waiters
 
     async def entry(self, authority: str, request: Request) -> RobotsEntry:
         """The robots.txt entry for *authority*, fetched if missing or expired.

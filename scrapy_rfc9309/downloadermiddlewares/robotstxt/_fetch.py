@@ -33,6 +33,9 @@ from twisted.internet.threads import deferToThread
 from w3lib.url import safe_url_string
 
 from ..._settings import SettingError
+from ..._shared import (
+    META_ROBOTS,
+)
 from ...backoff import parse_retry_after
 from ...robots import (
     FETCHABLE_SCHEMES,
@@ -41,7 +44,6 @@ from ...robots import (
     RobotsEntry,
     RobotsTxt,
     is_redirect,
-    product_token,
 )
 
 if TYPE_CHECKING:
@@ -53,17 +55,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Scrapy's ``robots_parsed`` signal (Scrapy >= 2.18); with an older Scrapy, a signal
-#: of this package's own that its robots middleware sends and its throttle receives.
-ROBOTS_PARSED: object = getattr(signals, "robots_parsed", object())
-
-#: Request.meta key marking the package's own robots.txt requests.
-META_ROBOTS = "rfc9309_robots"
-#: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
-META_DELAY = "rfc9309_robots_delay"
-#: Request.meta key set on requests (and so their responses) whose site states usage
-#: preferences: ``{"content-usage": {...}, "content-signal": {...}, "lines": [...]}``.
-META_PREFERENCES = "rfc9309_preferences"
 _META_RECEIVED = "_rfc9309_received"
 
 #: What a failed download raises (a site that is down, slow or refusing): the
@@ -82,31 +73,6 @@ NETWORK_ERRORS: tuple[type[BaseException], ...] = (
         )
     ),
 )
-
-
-def authority_of(request: Request) -> str:
-    """``scheme://host[:port]``: the robots.txt cache key (RFC 9309 §2.3).
-
-    http and https, and two ports of one host, are different authorities.
-    """
-    parsed = urlparse_cached(request)
-    host = parsed.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = parsed.port
-    default = {"http": 80, "https": 443}.get(parsed.scheme)
-    return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
-
-
-def crawler_token(configured: str | None, request: Request, default_user_agent: str) -> str:
-    """``ROBOTSTXT_USER_AGENT`` if set, else the product token of the ``User-Agent``
-    header the request is sent with (``MyBot/1.0 (+http://x)`` -> ``mybot``), RFC 9309
-    §2.2.1."""
-    if configured:
-        return product_token(configured)
-    header = request.headers.get(b"User-Agent")
-    user_agent = header.decode("latin-1") if header else default_user_agent
-    return product_token(user_agent)
 
 
 def has_robots_txt(request: Request) -> bool:

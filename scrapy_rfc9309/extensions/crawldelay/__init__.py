@@ -35,13 +35,8 @@ from ..._settings import (
     redacted_url,
     report_configuration_errors_in_one_line,
 )
+from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token
 from ...downloadermiddlewares.budget._setup import load_policy
-from ...downloadermiddlewares.robotstxt._fetch import (
-    META_ROBOTS,
-    ROBOTS_PARSED,
-    authority_of,
-    crawler_token,
-)
 from ...robotparser import RobotParser
 from . import _slots
 from ._backoff import Backoff

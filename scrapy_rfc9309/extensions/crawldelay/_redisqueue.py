@@ -33,7 +33,7 @@ from scrapy.core.downloader import Downloader
 from twisted.internet import reactor
 
 from ..._settings import LEASE_MARGIN
-from ...downloadermiddlewares.robotstxt._fetch import META_ROBOTS
+from ..._shared import META_ROBOTS
 from . import _slots
 from ._hostclock import host_clock
 

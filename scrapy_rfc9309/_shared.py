@@ -1,0 +1,77 @@
+"""Where this package's Scrapy components meet: the words they share (the
+``Request.meta`` keys, the robots.txt cache key, the crawler's product token, the
+``robots_parsed`` signal) and, per crawler, what one component offers the others.
+No component imports another's modules; each imports this one."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from scrapy import Request, signals
+from scrapy.utils.httpobj import urlparse_cached
+
+from .robots import product_token
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+#: Scrapy's ``robots_parsed`` signal (Scrapy >= 2.18); with an older Scrapy, a signal
+#: of this package's own that its robots middleware sends and its throttle receives.
+ROBOTS_PARSED: object = getattr(signals, "robots_parsed", object())
+
+#: Request.meta key marking the package's own robots.txt requests.
+META_ROBOTS = "rfc9309_robots"
+#: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
+META_DELAY = "rfc9309_robots_delay"
+#: Request.meta key set on requests (and so their responses) whose site states usage
+#: preferences: ``{"content-usage": {...}, "content-signal": {...}, "lines": [...]}``.
+META_PREFERENCES = "rfc9309_preferences"
+
+
+def authority_of(request: Request) -> str:
+    """``scheme://host[:port]``: the robots.txt cache key (RFC 9309 §2.3).
+
+    http and https, and two ports of one host, are different authorities.
+    """
+    parsed = urlparse_cached(request)
+    host = parsed.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parsed.port
+    default = {"http": 80, "https": 443}.get(parsed.scheme)
+    return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def crawler_token(configured: str | None, request: Request, default_user_agent: str) -> str:
+    """``ROBOTSTXT_USER_AGENT`` if set, else the product token of the ``User-Agent``
+    header the request is sent with (``MyBot/1.0 (+http://x)`` -> ``mybot``), RFC 9309
+    §2.2.1."""
+    if configured:
+        return product_token(configured)
+    header = request.headers.get(b"User-Agent")
+    user_agent = header.decode("latin-1") if header else default_user_agent
+    return product_token(user_agent)
+
+
+class Offers:
+    """What the components of one crawl offer each other (``None``: not running)."""
+
+    def __init__(self) -> None:
+        #: The budget middleware's answer to "would this request be refused today?",
+        #: without reserving anything: why, or ``None``.  The robots middleware asks it
+        #: before fetching a robots.txt, so that a domain whose budget is spent costs
+        #: its site no robots.txt request.
+        self.budget_refusal: Callable[[Request], Awaitable[str | None]] | None = None
+
+
+_OFFERS: weakref.WeakKeyDictionary[Crawler, Offers] = weakref.WeakKeyDictionary()
+
+
+def offers(crawler: Crawler) -> Offers:
+    """The one :class:`Offers` of *crawler*."""
+    found = _OFFERS.get(crawler)
+    if found is None:
+        found = _OFFERS[crawler] = Offers()
+    return found
