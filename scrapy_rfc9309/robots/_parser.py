@@ -40,7 +40,7 @@ from ._preferences import (
     applicable,
     preference_line,
 )
-from ._useragent import product_token
+from ._useragent import group_name, product_token
 
 #: The user-agent value of the groups that apply to every crawler.
 STAR = "*"
@@ -590,7 +590,7 @@ class _Builder:
         if self.current is None or self.in_rules:
             self.current, self.agents, self.in_rules = Group([], line), set(), False
             self.groups.append(self.current)
-        agent = STAR if _is_star(value) else product_token(value)
+        agent = STAR if _is_star(value) else group_name(value)
         if agent and agent not in self.agents:
             self.agents.add(agent)
             self.current.agents.append(agent)

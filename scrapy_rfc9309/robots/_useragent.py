@@ -30,6 +30,25 @@ def product_token(user_agent: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+#: The name a file's ``User-agent:`` line gives: letters, digits, ``-`` and ``_``.
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def group_name(value: str) -> str:
+    """Return the crawler name a file's ``User-agent:`` *value* gives, lower-cased:
+    up to the first character that is not a letter, digit, ``-`` or ``_``.
+
+    ``"Googlebot*"`` -> ``"googlebot"``, ``"bingbot/2.0"`` -> ``"bingbot"``,
+    ``"AI2Bot-Dolma"`` -> ``"ai2bot-dolma"``.  Sites write such values (a trailing
+    ``*``, a version), and Google's parser, Protego and robotspy all read the name
+    before them; digits and hyphens stay inside the name, so that ``Bot1``'s group is
+    never ``Bot2``'s, nor ``AI2Bot-Dolma``'s ``AI2Bot``'s (compared whole, see
+    :func:`product_token`).
+    """
+    match = _GROUP_NAME.match(value.strip())
+    return match.group(0).lower() if match else ""
+
+
 def is_rfc_token(token: str) -> bool:
     """True if *token* is a product token RFC 9309 §2.2.1 allows (``[a-zA-Z_-]+``)."""
     return _RFC_TOKEN.fullmatch(token) is not None

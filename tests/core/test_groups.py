@@ -65,6 +65,27 @@ def test_rfc_2_2_1_version_in_the_file_is_not_part_of_the_token():
     assert not robots.allowed("/x", "FooBot")
 
 
+@pytest.mark.parametrize("written", ["barbarbot*", "barbarbot/2.0", "barbarbot (+http://x)"])
+def test_beyond_rfc_a_name_on_the_files_line_ends_at_a_trailing_star_or_version(written):
+    # Google's parser, Protego and robotspy read "barbarbot" from each of these.
+    robots = RobotsTxt.parse(
+        f"User-agent: {written}\nDisallow: /workers/\n\nUser-agent: *\nDisallow: /\n"
+    )
+    assert robots.allowed("https://example.com/foo/bar", "barbarbot")
+    assert not robots.allowed("https://example.com/workers/x", "barbarbot")
+    assert not robots.allowed("https://example.com/foo/bar", "otherbot")  # the * group
+
+
+def test_beyond_rfc_a_starred_name_alone_is_the_crawlers_group_not_everyones():
+    robots = RobotsTxt.parse("User-agent: mybot*\nDisallow: /\n")
+    assert not robots.allowed("https://example.com/a", "mybot")
+    assert robots.allowed("https://example.com/a", "otherbot")  # no * group: allowed
+    # The mirror images: a name that only starts like it stays another crawler.
+    assert robots.allowed("https://example.com/a", "mybotx")
+    robots = RobotsTxt.parse("User-agent: mybotx*\nDisallow: /\n")
+    assert robots.allowed("https://example.com/a", "mybot")
+
+
 def test_rfc_2_2_1_groups_naming_the_crawler_are_merged():
     robots = RobotsTxt.parse(
         "User-agent: foobot\nDisallow: /a\n\nUser-agent: *\nDisallow: /c\n\n"
