@@ -63,6 +63,19 @@ def test_importing_the_package_changes_no_logging():
     assert result.returncode == 0, result.stderr
 
 
+def test_importing_any_module_installs_no_reactor():
+    """A settings module that imports the package before Scrapy installs its reactor
+    must not get Twisted's default one (the crawl would then fail on the mismatch)."""
+    code = (
+        "import importlib, pkgutil, sys, scrapy_rfc9309\n"
+        "for info in pkgutil.walk_packages(scrapy_rfc9309.__path__, 'scrapy_rfc9309.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "    assert 'twisted.internet.reactor' not in sys.modules, info.name\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_scrapy_side_uses_only_the_cores_public_modules():
     """Outside robots/, budget/, fleet/ and backoff/, no module imports a private
     module of theirs (one whose name starts with "_"): each package's API is its

@@ -197,5 +197,5 @@ def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(ur
     crawler.engine.downloader.active.clear()
     queue._left(first)  # it ended: the host is ready again (no floor)
     assert queue.pop().url == "http://a.example/2"
-    if queue._wake is not None and queue._wake.active():
+    if queue._wake is not None:
         queue._wake.cancel()

@@ -25,11 +25,10 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import default_settings
+from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.conf import build_component_list
-from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
-from twisted.internet.threads import deferToThread
 from w3lib.url import safe_url_string
 
 from ..._settings import SettingError
@@ -315,7 +314,7 @@ async def parse_body(config: RobotsSettings, body: bytes) -> RobotsTxt:
     product token compiled there too, so that no check on the reactor compiles them."""
     if len(body) < PARSE_IN_THREAD_AT:
         return parse_now(config, body)
-    return await maybe_deferred_to_future(deferToThread(_parse_and_prepare, config, body))
+    return await run_in_thread(_parse_and_prepare, config, body)
 
 
 def _parse_and_prepare(config: RobotsSettings, body: bytes) -> RobotsTxt:

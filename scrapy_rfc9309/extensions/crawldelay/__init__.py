@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
-from twisted.internet.task import LoopingCall
 
 from ..._settings import (
     CrawlDelaySettings,
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser as ScrapyRobotParser
+    from twisted.internet.task import LoopingCall
     from typing_extensions import Self
 
     from ...budget.policy import BudgetPolicy
@@ -97,8 +97,8 @@ class CrawlDelayThrottle:
         clock.floor, clock.last_seen, clock.now = self.floor, self._last_seen.get, _slots.slot_clock
         if self._backoff is not None:
             clock.held_until = self._backoff.held_until
-        self._poll: LoopingCall | None = None
-        self._holds_poll: LoopingCall | None = None
+        self._poll: AsyncioLoopingCall | LoopingCall | None = None
+        self._holds_poll: AsyncioLoopingCall | LoopingCall | None = None
         logger.info(
             "Crawl-delay throttle: requests to a host at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
@@ -181,10 +181,10 @@ class CrawlDelayThrottle:
             self._stop(exc)
             return
         if self.max_waiting:
-            self._poll = LoopingCall(self._poll_while_waiting)
+            self._poll = create_looping_call(self._poll_while_waiting)
             self._poll.start(self.POLL_INTERVAL, now=False)
         if self._fleet is not None and self._backoff is not None:
-            self._holds_poll = LoopingCall(self._poll_fleet_holds)
+            self._holds_poll = create_looping_call(self._poll_fleet_holds)
             self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
         self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
@@ -217,8 +217,8 @@ class CrawlDelayThrottle:
     #: process's own (seconds): its own holds come back with the round trip added.
     HOLDS_MARGIN = 0.5
 
-    def _poll_fleet_holds(self) -> Deferred[None]:
-        return deferred_from_coro(self._learn_fleet_holds())
+    def _poll_fleet_holds(self) -> None:
+        deferred_from_coro(self._learn_fleet_holds())
 
     async def _learn_fleet_holds(self) -> None:
         assert self._fleet is not None and self._backoff is not None

@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+
+from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from ...backoff import HostBackoff, parse_retry_after
 from . import _slots
@@ -58,7 +60,7 @@ class Backoff:
         self._fleet = fleet
         self._wake = wake
         self._capped_said: set[str] = set()
-        self._wakes: dict[str, Any] = {}  # slot key -> pending wake (IDelayedCall)
+        self._wakes: dict[str, CallLaterResult] = {}  # slot key -> pending wake
 
     # -- asked by the throttle, the gate and the queues --------------------
 
@@ -128,12 +130,10 @@ class Backoff:
         self._wake_in(key, seconds)
 
     def _wake_in(self, key: str, seconds: float) -> None:
-        from twisted.internet import reactor  # the one Scrapy installed, not a default
-
         pending = self._wakes.pop(key, None)
-        if pending is not None and pending.active():
+        if pending is not None:
             pending.cancel()
-        self._wakes[key] = cast("Any", reactor).callLater(seconds, self._ended, key)
+        self._wakes[key] = call_later(seconds, self._ended, key)
 
     def _ended(self, key: str) -> None:
         self._wakes.pop(key, None)
@@ -142,8 +142,7 @@ class Backoff:
     def close(self) -> None:
         """Cancel the pending wakes; report, per host, its holds."""
         for pending in self._wakes.values():
-            if pending.active():
-                pending.cancel()
+            pending.cancel()
         self._wakes.clear()
         held = self.hosts.report()
         if not held:

@@ -33,11 +33,11 @@ import weakref
 from collections import Counter, OrderedDict
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import Crawler
 from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
-from twisted.internet import reactor
+from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from ..._settings import configured_concurrency
 from . import _slots
@@ -68,7 +68,7 @@ class _Released:
         self.by_key: Counter[str] = Counter()
         self.done: OrderedDict[str, None] = OrderedDict()
         self._requests: dict[Request, str] = {}
-        self._wake: Any = None  # the pending call (a twisted IDelayedCall)
+        self._wake: CallLaterResult | None = None
         self._wake_at = float("inf")
 
     def add(self, request: Request, key: str) -> None:
@@ -93,7 +93,7 @@ class _Released:
                 return
             self._wake.cancel()
         self._wake_at = at
-        self._wake = cast("Any", reactor).callLater(max(at - now, 0.0), self._woken)
+        self._wake = call_later(max(at - now, 0.0), self._woken)
 
     def _woken(self) -> None:
         self._wake, self._wake_at = None, float("inf")

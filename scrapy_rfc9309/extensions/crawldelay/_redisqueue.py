@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
 from scrapy.core.downloader import Downloader
-from twisted.internet import reactor
+from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from ..._settings import LEASE_MARGIN
 from ..._shared import META_ROBOTS
@@ -129,7 +129,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         }
         self._reported: set[str] = set()  # hosts without a floor, already said so
         self._out: dict[Request, str] = {}  # taken by this process, not yet ended
-        self._wake: Any = None
+        self._wake: CallLaterResult | None = None
         self.crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
     def _host(self, request: Request) -> str:
@@ -159,10 +159,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         return None
 
     def _wake_engine_in(self, seconds: float) -> None:
-        if self._wake is None or not self._wake.active():
-            self._wake = cast("Any", reactor).callLater(
-                max(seconds, 0.01), _slots.wake_engine, self.crawler
-            )
+        if self._wake is None:  # one wake pending at most
+            self._wake = call_later(max(seconds, 0.01), self._woken)
+
+    def _woken(self) -> None:
+        self._wake = None
+        _slots.wake_engine(self.crawler)
 
     def _settle(self) -> None:
         """Let go of the hosts of taken requests that a middleware dropped (robots.txt,
