@@ -28,6 +28,10 @@ class HostRecord:
     held: float = 0.0  # seconds held in all
     largest_retry_after: float | None = None  # as received, before the cap
 
+    def held_by(self, now: float) -> float:
+        """The seconds held until *now*: a hold still running counts up to now."""
+        return self.held - max(self.until - now, 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Incident:
@@ -117,7 +121,9 @@ class HostBackoff:
             return 0.0
         return self._delay
 
-    def report(self) -> list[tuple[str, HostRecord]]:
-        """The hosts this process held, the longest held first."""
-        held = [(key, record) for key, record in self.records.items() if record.holds]
-        return sorted(held, key=lambda item: -item[1].held)
+    def report(self, now: float) -> list[tuple[str, float, HostRecord]]:
+        """The hosts this process held, each with the seconds it was held until *now*
+        (the end of a crawl: a hold that outlasts it counts up to then), the longest
+        held first."""
+        held = [(key, r.held_by(now), r) for key, r in self.records.items() if r.holds]
+        return sorted(held, key=lambda item: -item[1])

@@ -126,4 +126,13 @@ def test_a_hold_learnt_from_the_fleet_holds_but_is_not_reported():
     hosts.learn("a", 0.0, 5.0)
     assert hosts.held_until("a") == 5.0
     assert hosts.delay("a", 6.0) == 1.0
-    assert hosts.report() == []
+    assert hosts.report(10.0) == []
+
+
+def test_a_hold_that_outlasts_the_crawl_counts_up_to_its_end():
+    hosts = backoff()
+    hosts.incident("a", 0.0, 3.0)  # held 0-3
+    hosts.incident("a", 10.0, 87.0)  # held 10-97; the crawl ends at 12
+    [(key, seconds, record)] = hosts.report(12.0)
+    assert (key, seconds, record.holds) == ("a", 5.0, 2)
+    assert hosts.report(200.0)[0][1] == 90.0

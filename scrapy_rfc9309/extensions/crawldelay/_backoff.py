@@ -144,17 +144,17 @@ class Backoff:
         for pending in self._wakes.values():
             pending.cancel()
         self._wakes.clear()
-        held = self.hosts.report()
+        held = self.hosts.report(_slots.slot_clock())
         if not held:
             return
-        total = sum(record.held for _, record in held)
+        total = sum(seconds for _, seconds, _ in held)
         self.stats.set_value("backoff/hosts_held", len(held))
         self.stats.set_value("backoff/held_seconds", round(total, 3))
         lines = []
-        for key, record in held[:REPORTED_HOSTS]:
+        for key, seconds, record in held[:REPORTED_HOSTS]:
             largest = record.largest_retry_after
             said = f", largest Retry-After {largest:.6g} s" if largest is not None else ""
-            lines.append(f"  {key}: {record.holds} hold(s), {record.held:.1f} s held{said}")
+            lines.append(f"  {key}: {record.holds} hold(s), {seconds:.1f} s held{said}")
         if len(held) > REPORTED_HOSTS:
             lines.append(f"  and {len(held) - REPORTED_HOSTS} more host(s)")
         logger.info(
