@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Addon",
+    "CrawlDelayGate",
     "CrawlDelayThrottle",
     "DomainBudgetMiddleware",
     "PageDirectivesMiddleware",
@@ -27,6 +28,7 @@ __all__ = [
 # RobotsTxt`` works without Scrapy installed and imports no Twisted.
 _LAZY = {
     "Addon": "scrapy_rfc9309.addon",
+    "CrawlDelayGate": "scrapy_rfc9309.extensions.crawldelay",
     "CrawlDelayThrottle": "scrapy_rfc9309.extensions.crawldelay",
     "DomainBudgetMiddleware": "scrapy_rfc9309.downloadermiddlewares.budget",
     "PageDirectivesMiddleware": "scrapy_rfc9309.spidermiddlewares.pagedirectives",
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
         RobotsTxtDecompressionMiddleware,
         RobotsTxtMiddleware,
     )
-    from .extensions.crawldelay import CrawlDelayThrottle
+    from .extensions.crawldelay import CrawlDelayGate, CrawlDelayThrottle
     from .robotparser import RobotParser
     from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
     from .spiders import SitemapsFromRobotsMixin

@@ -292,7 +292,8 @@ class CrawlDelaySettings:
     ``FLEET_REDIS_URL`` and the Scrapy settings it reads), validated."""
 
     max_delay: float
-    max_waiting: int
+    #: What one floor spaces: ``"host"`` or ``"domain"`` (``CRAWLDELAY_UNIT``).
+    unit: str
     fleet_url: str | None
     #: The longest a fleet holds a host for one request (``DOWNLOAD_TIMEOUT`` + margin).
     lease: float
@@ -318,7 +319,7 @@ class CrawlDelaySettings:
         default_delay, slot_delays = configured_delays(settings)
         return cls(
             max_delay=max_delay,
-            max_waiting=int(number(settings, "CRAWLDELAY_MAX_WAITING", 0, 10**9)),
+            unit=choice(settings, "CRAWLDELAY_UNIT", ("host", "domain")),
             fleet_url=fleet_url(settings),
             lease=settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN,
             backoff=BackoffSettings.from_settings(settings),
@@ -412,7 +413,7 @@ BUDGET_DEFAULTS: dict[str, Any] = {
 CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
-    "CRAWLDELAY_MAX_WAITING": 1000,
+    "CRAWLDELAY_UNIT": "host",
 }
 
 PAGE_DEFAULTS: dict[str, Any] = {

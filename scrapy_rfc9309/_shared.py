@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.utils.httpobj import urlparse_cached
@@ -64,6 +64,15 @@ class Offers:
         #: before fetching a robots.txt, so that a domain whose budget is spent costs
         #: its site no robots.txt request.
         self.budget_refusal: Callable[[Request], Awaitable[str | None]] | None = None
+        #: The Crawl-delay throttle, for its gate (``None`` while it is off).
+        self.throttle: Any = None
+        #: The robots middleware's answer to "is this request refused by a robots.txt
+        #: already at hand?" (no fetch): the scheduler's queue hands such requests out
+        #: at once, whatever their host's readiness, since they never reach the site.
+        self.robots_refuses: Callable[[Request], bool] | None = None
+        #: Called by the robots middleware with an authority whose robots.txt now
+        #: refuses everything (unreachable): queued requests to it are decided.
+        self.on_robots_refusing_all: list[Callable[[str], None]] = []
 
 
 _OFFERS: weakref.WeakKeyDictionary[Crawler, Offers] = weakref.WeakKeyDictionary()

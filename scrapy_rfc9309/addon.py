@@ -13,7 +13,7 @@ from .downloadermiddlewares.robotstxt import (
     RobotsTxtDecompressionMiddleware,
     RobotsTxtMiddleware,
 )
-from .extensions.crawldelay import CrawlDelayThrottle
+from .extensions.crawldelay import CrawlDelayGate, CrawlDelayThrottle
 from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
 
 if TYPE_CHECKING:
@@ -31,6 +31,10 @@ DECOMPRESSION_ORDER = 595
 BUDGET_ORDER = 950
 #: After Scrapy's AutoThrottle (0): its handlers run first; the floor holds either way.
 CRAWLDELAY_ORDER = 500
+#: The throttle's gate: after HttpCacheMiddleware (900), so that cache hits never
+#: wait, and before the budget (950), so that a request handed back to the scheduler
+#: has reserved nothing.
+GATE_ORDER = 940
 #: Among Scrapy's spider middlewares, next to the other filters of what a page yields.
 PAGE_DIRECTIVES_ORDER = 550
 
@@ -64,9 +68,10 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", PageDirectivesMiddleware, PAGE_DIRECTIVES_ORDER
         )
+        settings.setdefault_in_component_priority_dict(name, CrawlDelayGate, GATE_ORDER)
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
         settings.set("BACKOFF_ENABLED", True, priority="addon")
-        if not settings.getint("CONCURRENT_REQUESTS_PER_IP"):  # per host, not per IP
+        if settings.getbool("CRAWLDELAY_ENABLED"):
             settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)

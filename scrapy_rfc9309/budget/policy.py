@@ -147,6 +147,10 @@ class BudgetPolicy:
             entries[host] = check.limits(entry, path, default, category)
         return cls(default, entries)
 
+    def max_delay(self) -> float:
+        """The longest ``delay`` (or ``1 / qps``) any entry asks for (0: none)."""
+        return max(limits.delay or 0.0 for limits in (self.default, *self.entries.values()))
+
     def limits_for(self, host: str) -> DomainLimits:
         """The limits for *host*: the most specific allowlist entry covering it, else
         the default policy counted per registrable domain.  IPs and ``localhost`` are

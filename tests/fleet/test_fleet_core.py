@@ -2,7 +2,6 @@
 server's clock, and the robots.txt lock that a dead process cannot hold for long."""
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 import pytest_twisted
@@ -178,24 +177,19 @@ def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(ur
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
 
+    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
     from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
 
     crawler = get_crawler()
     crawler.spider = crawler._create_spider("queue")
-    # What the queue asks of the engine: which requests the downloader still handles.
-    crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active=set()))
     server = redis.Redis.from_url(url)
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
     first = queue.pop()
     assert first.url == "http://a.example/1"  # the host's list is now empty
-    crawler.engine.downloader.active.add(first)  # on the wire
     queue.push(Request("http://a.example/2", meta={"download_slot": "a.example"}))
     queue.push(Request("http://b.example/1", meta={"download_slot": "b.example"}))
     assert queue.pop().url == "http://b.example/1"
     assert queue.pop() is None  # a.example is held until /1 ends
-    crawler.engine.downloader.active.clear()
-    queue._left(first)  # it ended: the host is ready again (no floor)
+    politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
     assert queue.pop().url == "http://a.example/2"
-    if queue._wake is not None:
-        queue._wake.cancel()

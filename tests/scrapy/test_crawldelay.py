@@ -1,25 +1,22 @@
 """The Crawl-delay throttle in real crawls: the gaps between request starts
 are measured in the server's own request log.  Each test sends a handful of requests."""
 
-import asyncio
 import itertools
-import time
 
 import pytest_twisted
-import scrapy
 from scrapy import signals
-from scrapy.core.scheduler import Scheduler
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
-from twisted.internet.task import LoopingCall
 
-from scrapy_rfc9309 import CrawlDelayThrottle
-from scrapy_rfc9309.extensions.crawldelay import _slots
-from tests.crawl import BASE_SETTINGS, ChainSpider, ListSpider, crawl
+from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
 
 THROTTLE = {
     "CRAWLDELAY_ENABLED": True,
     "EXTENSIONS": {"scrapy_rfc9309.CrawlDelayThrottle": 500},
+    "DOWNLOADER_MIDDLEWARES": {
+        **BASE_SETTINGS["DOWNLOADER_MIDDLEWARES"],
+        "scrapy_rfc9309.CrawlDelayGate": 940,
+    },
 }
 
 
@@ -141,11 +138,14 @@ async def test_the_throttle_works_with_scrapys_own_middleware_and_our_parser(sit
     robots(site, b"User-agent: *\nCrawl-delay: 0.5\n")
     crawler = await crawl(
         pages(site),
-        DOWNLOADER_MIDDLEWARES={},  # Scrapy's own RobotsTxtMiddleware
         ROBOTSTXT_PARSER="scrapy_rfc9309.RobotParser",
         DOWNLOAD_DELAY=0.2,
         DOWNLOAD_DELAY_JITTER=0,
-        **THROTTLE,
+        **{
+            **THROTTLE,
+            # Scrapy's own RobotsTxtMiddleware, and the gate
+            "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.CrawlDelayGate": 940},
+        },
     )
     assert crawler.stats.get_value("robotstxt/request_count") == 1  # the built-in one ran
     if hasattr(signals, "robots_parsed"):
@@ -227,145 +227,3 @@ async def test_requests_waiting_for_a_crawl_delay_leave_the_other_hosts_their_co
     # Most go while the slow site's first page waits its turn (holding the places,
     # one at most would); a count, so that a loaded machine cannot fail it.
     assert sum(start < slow[0] for start in fast) >= 6
-
-
-@pytest_twisted.ensureDeferred
-async def test_with_crawldelay_max_waiting_0_waiting_requests_hold_their_places(site, other_site):
-    """Scrapy's own behaviour, for those who want it."""
-    slow, fast = await crawl_slow_and_fast_in_arrival_order(
-        site, other_site, 1, 2, 4, CRAWLDELAY_MAX_WAITING=0
-    )
-    assert max(fast) > slow[0]
-
-
-class WaitingAudit:
-    """Every 10 ms, the throttle's count of waiting requests next to a count made
-    afresh from the downloader's slots (the queues of those with a gate)."""
-
-    samples: list[tuple[int, int]] = []
-
-    def __init__(self, crawler):
-        self.crawler = crawler
-        self.call = LoopingCall(self.sample)
-        crawler.signals.connect(self.started, signal=signals.engine_started)
-        crawler.signals.connect(self.call.stop, signal=signals.spider_closed)
-
-    def started(self):
-        self.call.start(0.01)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        return cls(crawler)
-
-    def sample(self):
-        throttle = next(
-            each
-            for each in self.crawler.extensions.middlewares
-            if isinstance(each, CrawlDelayThrottle)
-        )
-        slots = self.crawler.engine.downloader.slots.values()
-        afresh = sum(len(slot.queue) for slot in slots if _slots.is_gated(slot))
-        self.samples.append((throttle.waiting(), afresh))
-
-
-def assert_audit_agrees():
-    assert [kept for kept, afresh in WaitingAudit.samples if kept != afresh] == []
-    assert max(afresh for _, afresh in WaitingAudit.samples) >= 1  # not an empty audit
-
-
-@pytest_twisted.ensureDeferred
-async def test_the_waiting_count_is_the_count_of_requests_queued_in_gated_slots(site, other_site):
-    """The count is kept as requests come and go (Scrapy asks for it before each
-    request it takes): it must stay what counting the slots' queues would give."""
-    WaitingAudit.samples = []
-    await crawl_slow_and_fast_in_arrival_order(
-        site,
-        other_site,
-        0.3,
-        6,
-        6,
-        EXTENSIONS={**THROTTLE["EXTENSIONS"], WaitingAudit: 0},
-        CONCURRENT_REQUESTS=4,
-    )
-    assert_audit_agrees()
-
-
-class FirstThenRest(ListSpider):
-    """Its first URL, then the others 0.2 s later."""
-
-    async def start(self):
-        first, *rest = self.urls
-        yield scrapy.Request(first, callback=self.parse)
-        await asyncio.sleep(0.2)
-        for url in rest:
-            yield scrapy.Request(url, callback=self.parse)
-
-
-@pytest_twisted.ensureDeferred
-async def test_requests_queued_before_their_slot_gets_a_gate_are_counted_from_then(site):
-    """No floor at first, one request at a time: the other pages queue in the slot
-    behind a slow first page (Scrapy's own scheduler queue sends them on), whose 429
-    gives the slot a gate (backing off) with the pages already there."""
-    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
-    site.route("/p/0", status=429, headers={"Retry-After": "1"}, delay=0.6)
-    WaitingAudit.samples = []
-    await crawl(
-        pages(site, 6),
-        spider=FirstThenRest,
-        ADDONS={"scrapy_rfc9309.Addon": 500},
-        EXTENSIONS={WaitingAudit: 0},
-        CONCURRENT_REQUESTS_PER_DOMAIN=1,
-        # Scrapy's own queue: it lets the pages reach the downloader at once.
-        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue",
-    )
-    hits = [hit.time for hit in site.hits if hit.path.startswith("/p/")]
-    assert hits[1] - hits[0] >= 1.6  # held: the 429's 0.6 s, then its Retry-After
-    assert_audit_agrees()
-
-
-class SharedQueueScheduler(Scheduler):
-    """Scrapy's scheduler plus one request that turns up on its own LATE_AFTER seconds
-    after the crawl opens, without the engine being told: what a queue shared with
-    other processes (scrapy-redis) does."""
-
-    LATE_AFTER = 1.0
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        scheduler = super().from_crawler(crawler)
-        scheduler.late = [crawler.settings["TEST_LATE_URL"]]
-        return scheduler
-
-    def open(self, spider):
-        self.ready_at = time.monotonic() + self.LATE_AFTER
-        return super().open(spider)
-
-    def has_pending_requests(self):
-        return bool(self.late) or super().has_pending_requests()
-
-    def next_request(self):
-        if self.late and time.monotonic() >= self.ready_at:
-            return scrapy.Request(self.late.pop(), dont_filter=True)
-        return super().next_request()
-
-
-@pytest_twisted.ensureDeferred
-async def test_while_requests_wait_the_engine_soon_takes_what_a_shared_queue_gets(site, other_site):
-    """With every request of the process waiting for a Crawl-delay, nothing ends: Scrapy's
-    engine would look at its scheduler again only when the waiting page's response
-    came; the throttle has it look every 0.2 s while requests wait."""
-    robots(site, b"User-agent: *\nCrawl-delay: 3\n")
-    robots(other_site, b"User-agent: *\nAllow: /\n")
-    await crawl(
-        pages(site, 1),
-        SCHEDULER=SharedQueueScheduler,
-        # Another host name: Scrapy's download slots are per host, not per port.
-        TEST_LATE_URL=other_site.url.replace("127.0.0.1", "localhost") + "/p/late",
-        **THROTTLE,
-    )
-    opened, page = (hit.time for hit in site.hits)  # robots.txt, then the page
-    assert page - opened >= 2.85  # the page waited its Crawl-delay after robots.txt
-    [late] = [hit.time for hit in other_site.hits if hit.path == "/p/late"]
-    # It turns up 1 s after the crawl opens, while the page waits: fetched then, not
-    # after the page (an order of events, not a time limit).
-    assert late < page

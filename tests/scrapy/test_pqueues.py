@@ -1,6 +1,6 @@
 """The add-on's scheduler queue (scrapy_rfc9309.pqueues) in real crawls: a floored
-host's requests wait in the scheduler, not in the downloader, and the engine is
-woken when a host becomes ready."""
+host's requests wait in the scheduler, not in the downloader, and the engine gets
+them in time without being woken."""
 
 import itertools
 
@@ -29,7 +29,10 @@ async def test_a_floored_hosts_requests_wait_in_the_scheduler_not_in_the_downloa
     crawler = await crawl(pages(site, 6), CONCURRENT_REQUESTS_PER_DOMAIN=8, **extensions, **ADDON)
     assert len(crawler.spider.seen) == 6
     assert crawler.stats.get_value("test/slot_active_max") == 1  # robots.txt, then one page
-    # Scrapy's default queue hands them all to the downloader, where they wait.
+    # The first page alone went before the floor was known, and was handed back.
+    assert crawler.stats.get_value("crawldelay/requeued") == 1
+    # Scrapy's default queue hands them all out at once: the gate hands those that
+    # are not ready back to the scheduler, rather than let them hold places.
     scrapys = await crawl(
         pages(other_site, 6),
         CONCURRENT_REQUESTS_PER_DOMAIN=8,
@@ -37,15 +40,17 @@ async def test_a_floored_hosts_requests_wait_in_the_scheduler_not_in_the_downloa
         **extensions,
         **ADDON,
     )
-    assert scrapys.stats.get_value("test/slot_active_max") > 1
+    assert len(scrapys.spider.seen) == 6
+    assert scrapys.stats.get_value("test/slot_active_max") == 1
+    assert scrapys.stats.get_value("crawldelay/requeued") > 1
 
 
 @pytest_twisted.ensureDeferred
-async def test_the_engine_is_woken_when_a_host_becomes_ready(site, monkeypatch):
+async def test_a_crawl_goes_on_without_the_engines_heartbeat(site, monkeypatch):
     """Scrapy's engine asks the scheduler again when a request ends, and every 5 s:
     with that heartbeat an hour, a crawl that waits for a Crawl-delay would hang
-    unless the queue wakes the engine at the host's time (a generous guard, not a
-    timing claim)."""
+    unless the queue hands the next request out before its host is ready, when no
+    other is, to wait its time in the gate (a generous guard, not a timing claim)."""
     monkeypatch.setattr(ExecutionEngine, "_SLOT_HEARTBEAT_INTERVAL", 3600)
     crawling = Deferred.fromCoroutine(crawl(pages(site, 4), **ADDON))
     crawler = await crawling.addTimeout(60, reactor)

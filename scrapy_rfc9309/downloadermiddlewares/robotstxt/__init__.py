@@ -99,6 +99,7 @@ class RobotsTxtMiddleware:
         self._warned: set[str] = set()
         self.report = RobotsReport()
         self._offers = offers(crawler)
+        self._offers.robots_refuses = self.refuses
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         for mistake in token_mistakes(crawler.settings) + use_mistakes(self.config.content_uses):
             logger.warning("scrapy_rfc9309: %s", mistake)
@@ -219,6 +220,22 @@ class RobotsTxtMiddleware:
             raise IgnoreRequest(f"the response's Content-Usage header refuses {refused!r}")
         return response
 
+    def refuses(self, request: Request) -> bool:
+        """Whether *request*'s site is unreachable with everything disallowed, by an
+        entry fresh in the cache: this middleware will drop it without a fetch, and
+        without contacting the site."""
+        if request.meta.get(META_ROBOTS) or request.meta.get("dont_obey_robotstxt"):
+            return False
+        if not has_robots_txt(request):
+            return False
+        entry = self._cache.get(authority_of(request))
+        return (
+            entry is not None
+            and entry.robots is None
+            and not entry.fallback.allowed
+            and not entry.expired(monotonic())
+        )
+
     def _must_fetch(self, authority: str) -> bool:
         """Whether a request to *authority* now would start a robots.txt fetch."""
         cached = self._cache.get(authority)
@@ -250,6 +267,9 @@ class RobotsTxtMiddleware:
         self._store(authority, entry)
         for waiter in self._waiters.pop(authority):
             waiter.callback(entry)
+        if entry.robots is None and not entry.fallback.allowed:  # unreachable: all refused
+            for decided in self._offers.on_robots_refusing_all:
+                decided(authority)
         return entry
 
     def _store(self, authority: str, entry: RobotsEntry) -> None:

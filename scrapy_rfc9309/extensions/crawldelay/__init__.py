@@ -1,20 +1,21 @@
-"""Extension: every download slot spaced by at least
-``max(configured delay, the budget policy's delay, robots.txt Crawl-delay / Request-rate)``.
+"""Extension: every politeness unit (``CRAWLDELAY_UNIT``: a host by default) spaced
+by at least ``max(configured delay, the budget policy's delay, robots.txt
+Crawl-delay / Request-rate)``, end to start.
 
-The configured delay is ``DOWNLOAD_DELAY`` or the slot's ``DOWNLOAD_SLOTS`` delay;
+The configured delay is ``DOWNLOAD_DELAY`` or the host's ``DOWNLOAD_SLOTS`` delay;
 the policy's is its ``delay`` (or ``1 / qps``) for the host; the robots.txt delay is
 that of the group applying to the crawler's product token, learnt from Scrapy's
 ``robots_parsed`` signal (sent by this package's robots middleware and by Scrapy's
-built-in one), capped at ``CRAWLDELAY_MAX_DELAY``.
+built-in one), capped at ``CRAWLDELAY_MAX_DELAY``.  A unit's floor is the largest of
+its hosts'.
 
-The floor is kept end to start (see :mod:`._gate`): a floored host gets its next
-request, robots.txt included, no earlier than the floor after the previous response
-from it completed, whatever the jitter or AutoThrottle do to the slot's own delay
-(see :mod:`._slots`), for requests already queued when a robots.txt arrives, and for
-a slot that Scrapy collected while idle and made again.  With ``FLEET_REDIS_URL``,
-the same holds across the fleet's processes (see :mod:`._fleet`).  The scheduler's
-queue (:mod:`scrapy_rfc9309.pqueues`) releases a request only when its host is ready, so that
-requests seldom wait in the downloader.
+This extension knows the floors and the holds (see :mod:`._backoff`); the gate
+(:mod:`._gate`, a downloader middleware) keeps them, and the scheduler's queues
+(:mod:`._pqueue`, :mod:`._redisqueue`) hand requests out by readiness.  They meet in
+one :class:`~._politeness.Politeness` per crawler.  Only Scrapy's public interfaces
+are used: settings, signals, the downloader-middleware and priority-queue
+interfaces.  With ``FLEET_REDIS_URL``, the spacing holds across the fleet's
+processes (see :mod:`._fleet`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call, is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 
@@ -34,18 +35,15 @@ from ..._settings import (
     redacted_url,
     report_configuration_errors_in_one_line,
 )
-from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token
+from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token, offers
 from ...downloadermiddlewares.budget._setup import load_policy
 from ...robotparser import RobotParser
-from . import _slots
 from ._backoff import Backoff
 from ._fleet import FleetGates
-from ._gate import EndToStartGate
-from ._hostclock import host_clock
-from ._lastseen import LastSeen
+from ._gate import CrawlDelayGate
+from ._politeness import politeness
 
 if TYPE_CHECKING:
-    from scrapy.core.downloader import Slot
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser as ScrapyRobotParser
@@ -53,6 +51,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from ...budget.policy import BudgetPolicy
+
+__all__ = ["CrawlDelayGate", "CrawlDelayThrottle"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,80 +63,84 @@ class CrawlDelayThrottle:
         config = CrawlDelaySettings.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        try:
-            _slots.check_slots()
-        except _slots.SeamError as exc:
-            raise SettingError(f"CRAWLDELAY_ENABLED: {exc}") from exc
+        if not is_asyncio_available():
+            raise SettingError(
+                "CRAWLDELAY_ENABLED needs asyncio: Scrapy's default asyncio reactor, or "
+                "TWISTED_REACTOR_ENABLED = False"
+            )
         self.crawler = crawler
         self.stats = crawler.stats
         self.max_delay = config.max_delay
-        fleet = config.fleet_url
-        self._fleet = self._fleet_gates(crawler, fleet, config.lease)
-        backoff = config.backoff
-        self._backoff = (
-            Backoff(crawler, backoff, self._fleet, self._hold_ended) if backoff else None
-        )
-        self._gate = EndToStartGate(
-            self.floor, self._fleet, self._backoff.held if self._backoff else None
-        )
-        self.max_waiting = config.max_waiting
-        self._concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
-        self._in_slots = 0  # requests that reached the downloader's slots, not yet left
+        self.politeness = polite = politeness(crawler)
+        self._fleet: FleetGates | None = None
+        if config.fleet_url:
+            self._fleet = FleetGates(crawler, config.fleet_url, config.lease)
+            crawler.signals.connect(self._fleet.close, signal=signals.spider_closed)
+        self._backoff: Backoff | None = None
+        if config.backoff is not None:
+            self._backoff = Backoff(crawler, config.backoff, self._fleet, polite.changed)
+            polite.held_until = self._backoff.held_until
+            crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+            crawler.signals.connect(self._backoff.close, signal=signals.spider_closed)
+        polite.floor = self.floor
         self.policy: BudgetPolicy | None = None
         settings = crawler.settings
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
         self._default_delay, self._slot_delays = config.default_delay, config.slot_delays
+        polite.max_floor = max(
+            self.max_delay,
+            self._default_delay,
+            *self._slot_delays.values(),
+            config.backoff.delay if config.backoff is not None else 0.0,
+            self.policy.max_delay() if self.policy is not None else 0.0,
+        )
         self._user_agent, self._default_user_agent = config.user_agent, config.default_user_agent
-        # Only non-zero delays are kept: a broad crawl of polite sites stores nothing.
-        self._robots_delays: dict[str, float] = {}  # authority -> capped robots.txt delay
-        self._site_delays: dict[str, dict[str, float]] = {}  # slot key -> authority -> delay
-        self._slots_of: dict[str, set[str]] = {}  # authority -> slot keys it was seen in
-        self._last_seen = LastSeen(self.floor, _slots.slot_clock)
-        clock = host_clock(crawler)
-        clock.floor, clock.last_seen, clock.now = self.floor, self._last_seen.get, _slots.slot_clock
-        if self._backoff is not None:
-            clock.held_until = self._backoff.held_until
-        self._poll: AsyncioLoopingCall | LoopingCall | None = None
+        # What each unit's sites ask for, by source (an authority's robots.txt, a
+        # host's configured or policy delay); only non-zero delays are kept.
+        self._site_delays: dict[str, dict[str, float]] = {}
+        self._learnt: set[str] = set()  # hosts whose configured and policy delays are known
+        self.gate_enabled = False  # set by the gate: the start-up check wants it
         self._holds_poll: AsyncioLoopingCall | LoopingCall | None = None
         logger.info(
-            "Crawl-delay throttle: requests to a host at least max(DOWNLOAD_DELAY = %.6g s, "
+            "Crawl-delay throttle: requests to a %s at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
             "previous one ended; %s",
+            settings.get("CRAWLDELAY_UNIT") or "host",
             self._default_delay,
             self.max_delay,
-            f"spacing shared through the fleet Redis {redacted_url(fleet)}"
-            if fleet
+            f"spacing shared through the fleet Redis {redacted_url(config.fleet_url)}"
+            if config.fleet_url
             else "spacing kept in this process",
         )
+        offers(crawler).throttle = self
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
-        crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
-        crawler.signals.connect(self._left, signal=signals.request_left_downloader)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
-        if self._backoff is not None:
-            crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
-            crawler.signals.connect(self._backoff.close, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    @staticmethod
-    def _fleet_gates(crawler: Crawler, url: str | None, lease: float) -> FleetGates | None:
-        if not url:
-            return None
-        gates = FleetGates(crawler, url, lease)
-        crawler.signals.connect(gates.close, signal=signals.spider_closed)
-        return gates
-
     def floor(self, key: str) -> float:
-        """The least time from the end of one request of slot *key* to the start of
+        """The least time from the end of one request of unit *key* to the start of
         the next, in seconds."""
-        configured = self._slot_delays.get(key, self._default_delay)
         backoff = self._backoff.delay(key) if self._backoff is not None else 0.0
-        return max(configured, backoff, *self._site_delays.get(key, {}).values())
+        return max(self._default_delay, backoff, *self._site_delays.get(key, {}).values())
 
-    # -- signals ---------------------------------------------------------
+    # -- what the sites and the settings ask for --------------------------
+
+    def learn(self, key: str, request: Request) -> None:
+        """Note the configured and policy delays of *request*'s host in unit *key*'s
+        floor (once per host)."""
+        host = urlparse_cached(request).hostname or ""
+        if host in self._learnt:
+            return
+        self._learnt.add(host)
+        delay = self._slot_delays.get(host, 0.0)
+        if self.policy is not None and host:
+            delay = max(delay, self.policy.limits_for(host).delay or 0.0)
+        if delay:
+            self._set(key, f"host {host}", delay)
 
     def _robots_parsed(self, robotparser: ScrapyRobotParser, request: Request) -> None:
         token = crawler_token(self._user_agent, request, self._default_user_agent)
@@ -155,63 +159,31 @@ class CrawlDelayThrottle:
                 self.max_delay,
             )
             delay = self.max_delay
+        self._set(self.politeness.unit(request), authority, delay or 0.0)
+
+    def _set(self, key: str, source: str, delay: float) -> None:
+        """*source* asks unit *key* for *delay* (0: nothing)."""
+        sources = self._site_delays.get(key)
         if delay:
-            self._robots_delays[authority] = delay
-        else:
-            self._robots_delays.pop(authority, None)
-        # The robots.txt request's own slot, and any slot with requests already queued.
-        keys = set(self._slots_of.get(authority, ()))
-        own_key = _slots.slot_key(request)
-        if own_key is not None:
-            keys.add(own_key)
-        for key in keys:
-            self._update(key, authority, request)
+            if sources is None:
+                sources = self._site_delays[key] = {}
+            if sources.get(source) == delay:
+                return
+            sources[source] = delay
+            if delay > self._default_delay:
+                self.stats.inc_value("crawldelay/applied")
+            logger.debug("%s: at least %.6g s from one request's end to the next", key, delay)
+        elif sources is not None and sources.pop(source, None) is not None and not sources:
+            del self._site_delays[key]
+        self.politeness.changed(key)
 
-    #: While requests wait in floored slots, the engine asks the scheduler for more
-    #: this often (see _slots.wake_engine).
-    POLL_INTERVAL = 0.2
+    # -- backing off ------------------------------------------------------
 
-    def _engine_started(self) -> None:
-        try:
-            _slots.check_engine(self.crawler)
-            if self.max_waiting:
-                _slots.leave_out_of_concurrency(self.crawler, self.waiting, self.max_waiting)
-                self._gate.set_places(self._has_place)
-        except _slots.SeamError as exc:
-            self._stop(exc)
-            return
-        if self.max_waiting:
-            self._poll = create_looping_call(self._poll_while_waiting)
-            self._poll.start(self.POLL_INTERVAL, now=False)
-        if self._fleet is not None and self._backoff is not None:
-            self._holds_poll = create_looping_call(self._poll_fleet_holds)
-            self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
-        self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+    def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        assert self._backoff is not None
+        self._backoff.downloaded(response, self.politeness.unit(request))
 
-    def _stop(self, exc: _slots.SeamError) -> None:
-        """Stop the crawl before any request is sent: a seam moved."""
-        logger.error("%s", exc)
-        self.stats.set_value("crawldelay/seam_changed", exc.seam)
-        engine = self.crawler.engine
-        engine.pause()
-        deferred_from_coro(engine.close_spider_async(reason="crawldelay_seam_changed"))
-
-    def _poll_while_waiting(self) -> None:
-        if self.waiting():
-            # A place also frees, with no request leaving, when a slot gets its gate
-            # with requests already queued: they start waiting.
-            self._gate.start_parked(self._wake)
-            _slots.wake_engine(self.crawler)
-
-    def _wake(self, key: str) -> None:
-        _slots.wake(self.crawler, key)
-
-    def _engine_stopped(self) -> None:
-        for poll in (self._poll, self._holds_poll):
-            if poll is not None and poll.running:
-                poll.stop()
-
-    #: How often a process of a fleet reads which hosts the fleet holds (seconds).
+    #: How often a process of a fleet reads which units the fleet holds (seconds).
     HOLDS_POLL_INTERVAL = 0.5
     #: A hold read from the fleet is taken when it ends this much later than the
     #: process's own (seconds): its own holds come back with the round trip added.
@@ -222,120 +194,46 @@ class CrawlDelayThrottle:
 
     async def _learn_fleet_holds(self) -> None:
         assert self._fleet is not None and self._backoff is not None
-        now = _slots.slot_clock()
+        now = self.politeness.now()
         for key, seconds in await self._fleet.holds():
             if now + seconds > self._backoff.held_until(key) + self.HOLDS_MARGIN:
                 self._backoff.learn(key, seconds)
-                self._apply_floor(key)
 
-    def _reached(self, request: Request, spider: Any = None) -> None:
-        self._in_slots += 1
-        key = _slots.slot_key(request)
-        if key is None:
+    # -- the fleet, for the gate ------------------------------------------
+
+    def needs_fleet(self, key: str, request: Request) -> bool:
+        """Whether a request of unit *key* must be admitted by the fleet's Redis too:
+        a floored unit's, and a robots.txt fetch (the processes that wait for its
+        copy learn the floor from it, and their first request must wait the floor
+        after it ended)."""
+        return self._fleet is not None and bool(self.floor(key) or request.meta.get(META_ROBOTS))
+
+    async def fleet_acquire(self, key: str) -> float:
+        assert self._fleet is not None
+        return await self._fleet.acquire(key, self.floor(key))
+
+    def fleet_release(self, key: str) -> None:
+        assert self._fleet is not None
+        self._fleet.release(key, self.floor(key))
+
+    # -- start and stop ---------------------------------------------------
+
+    def _engine_started(self) -> None:
+        if not self.gate_enabled:
+            logger.error(
+                "CrawlDelayThrottle is enabled without its gate: add "
+                "'scrapy_rfc9309.CrawlDelayGate': 940 to DOWNLOADER_MIDDLEWARES (the "
+                "add-on does); no request can be spaced, so the crawl stops"
+            )
+            self.stats.set_value("crawldelay/gate_missing", True)
+            engine = self.crawler.engine
+            deferred_from_coro(engine.close_spider_async(reason="crawldelay_gate_missing"))
             return
-        self._update(key, authority_of(request), request)
-        slot = _slots.slot(self.crawler, key)
-        if slot is None:
-            return
-        if self._fleet is not None and request.meta.get(META_ROBOTS) and not _slots.is_gated(slot):
-            # A robots.txt fetch is spaced by the fleet too, from the first one on: the
-            # processes that wait for its copy learn the floor from it, and their first
-            # request must wait the floor after it ended.
-            self._set_floor(slot, 0.0, gated=True)
-        if _slots.is_gated(slot):
-            self._gate.wait([request])  # Scrapy queues it in the slot next
+        if self._fleet is not None and self._backoff is not None:
+            self._holds_poll = create_looping_call(self._poll_fleet_holds)
+            self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
+            self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
-    def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
-        assert self._backoff is not None
-        key = self._backoff.downloaded(response, request)
-        if key is not None:  # held: the slot's floor is at least BACKOFF_DELAY now
-            self._update(key, authority_of(request), request)
-
-    def _hold_ended(self, key: str) -> None:
-        _slots.wake(self.crawler, key)
-        _slots.wake_engine(self.crawler)
-
-    def _left(self, request: Request, spider: Any = None) -> None:
-        key = _slots.slot_key(request)
-        slot = _slots.slot(self.crawler, key) if key is not None else None
-        self._in_slots -= 1
-        self._gate.stop_waiting([request])
-        self._gate.start_parked(self._wake)  # its place, before the engine takes it
-        if key is None or slot is None:
-            return
-        _slots.mark_end(slot)
-        self._last_seen.record(key, _slots.last_seen(slot))
-        started_by_gate = self._gate.ended(key)
-        if not _slots.is_gated(slot):
-            return
-        floor = self.floor(key)
-        if self._fleet is not None and started_by_gate:
-            self._fleet.ended(key, floor)
-        if not floor:  # a fleet's robots.txt fetch, done: the slot is Scrapy's again
-            self._set_floor(slot, 0.0, gated=False)
-        _slots.wake(self.crawler, key)
-
-    def _set_floor(self, slot: Slot, floor: float, gated: bool) -> None:
-        """Give *slot* *floor*, and the gate if *gated*; its queued requests wait for
-        the gate as long as it has one."""
-        was_gated = _slots.is_gated(slot)
-        _slots.set_floor(slot, floor, self._gate if gated else None)
-        if was_gated != gated:
-            queued = _slots.queued_requests(slot)
-            (self._gate.wait if gated else self._gate.stop_waiting)(queued)
-
-    # -- concurrency -----------------------------------------------------
-
-    def _has_place(self) -> bool:
-        """Whether a request waiting in a floored slot may start: fewer requests than
-        ``CONCURRENT_REQUESTS`` in the downloader's slots besides the waiting ones.
-        (Requests still in downloader middlewares are not counted: some of them wait
-        for a robots.txt fetch that may be queued behind a waiting request.)"""
-        return self._concurrency <= 0 or self._in_slots - self._gate.waiting < self._concurrency
-
-    def waiting(self) -> int:
-        """How many requests wait in floored slots for their turn.  Up to
-        ``CRAWLDELAY_MAX_WAITING`` of them do not count against
-        ``CONCURRENT_REQUESTS`` while they wait, so that a host with a long
-        Crawl-delay cannot hold every place (the first page after a robots.txt, a
-        request that bypassed the scheduler's queue), and the other hosts crawl as
-        fast as without it; each takes a place again to start."""
-        return self._gate.waiting
-
-    # -- floors ----------------------------------------------------------
-
-    def _site_delay(self, authority: str, request: Request) -> float:
-        delay = self._robots_delays.get(authority, 0.0)
-        host = urlparse_cached(request).hostname
-        if self.policy is not None and host:
-            delay = max(delay, self.policy.limits_for(host).delay or 0.0)
-        return delay
-
-    def _update(self, key: str, authority: str, request: Request) -> None:
-        """Record what *authority* asks of slot *key*, then apply the slot's floor."""
-        site_delay = self._site_delay(authority, request)
-        sites = self._site_delays.get(key)
-        if site_delay:
-            self._site_delays.setdefault(key, {})[authority] = site_delay
-            self._slots_of.setdefault(authority, set()).add(key)
-        elif sites is not None:
-            sites.pop(authority, None)
-        self._apply_floor(key)
-
-    def _apply_floor(self, key: str) -> None:
-        """Give slot *key*, if live, its floor now."""
-        slot = _slots.slot(self.crawler, key)
-        floor = self.floor(key)
-        if slot is None or _slots.floor_of(slot) == floor:
-            return
-        if not _slots.is_gated(slot):
-            last_seen = self._last_seen.get(key)
-            if last_seen is not None:
-                # Scrapy collected the idle slot and made a new one: keep the spacing.
-                _slots.continue_after(slot, last_seen)
-            if _slots.transferring(slot):
-                self._gate.started_elsewhere(key)  # its end comes before the next start
-        self._set_floor(slot, floor, gated=bool(floor))
-        if floor > self._slot_delays.get(key, self._default_delay):
-            self.stats.inc_value("crawldelay/applied")
-        logger.debug("Slot %s: at least %.6g s from one request's end to the next", key, floor)
+    def _engine_stopped(self) -> None:
+        if self._holds_poll is not None and self._holds_poll.running:
+            self._holds_poll.stop()

@@ -1,12 +1,12 @@
 """Backing off, for the Crawl-delay throttle: a response with a "slow down" status
-(``BACKOFF_HTTP_CODES``) holds its host (see :mod:`scrapy_rfc9309.backoff` for how long).
+(``BACKOFF_HTTP_CODES``) holds its politeness unit (see :mod:`scrapy_rfc9309.backoff`
+for how long).
 
-The hold is kept where every request to the host must pass, whatever sent it (the
-scheduler, Scrapy's ``RetryMiddleware``, the robots middleware's refetch): the
-download slot.  While a host backs off, the throttle floors its slot at
-``BACKOFF_DELAY`` or more (one request at a time, end to start), and the slot's gate
-admits no request while the host is held.  The scheduler's queues read the hold from
-the :class:`~.._hostclock.HostClock` and keep the host's requests meanwhile.  With
+The hold is kept where every request must pass, whatever sent it (the scheduler,
+Scrapy's ``RetryMiddleware``, the robots middleware's refetch): the gate
+(:mod:`._gate`) starts no request of a held unit, and the scheduler's queues hand
+none out before the hold is about to end.  While a unit backs off, its floor is at
+least ``BACKOFF_DELAY`` (one request at a time, end to start).  With
 ``FLEET_REDIS_URL``, the hold is written to the fleet's Redis too, where the other
 processes find it (see :mod:`._fleet`).
 """
@@ -16,15 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from time import monotonic
 from typing import TYPE_CHECKING
 
-from scrapy.utils.asyncio import CallLaterResult, call_later
-
 from ...backoff import HostBackoff, parse_retry_after
-from . import _slots
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -38,15 +35,15 @@ REPORTED_HOSTS = 10
 
 
 class Backoff:
-    """Holds the hosts of one crawler that answered "slow down".  *wake(key)* is
-    called when the hold of slot *key* ends."""
+    """Holds the units of one crawler that answered "slow down".  *changed(key)* is
+    called when unit *key* is held anew."""
 
     def __init__(
         self,
         crawler: Crawler,
         config: BackoffSettings,
         fleet: FleetGates | None,
-        wake: Callable[[str], None],
+        changed: Callable[[str], None],
     ) -> None:
         self.stats = crawler.stats
         self.codes = config.codes
@@ -58,40 +55,33 @@ class Backoff:
             delay=config.delay,
         )
         self._fleet = fleet
-        self._wake = wake
+        self._changed = changed
         self._capped_said: set[str] = set()
-        self._wakes: dict[str, CallLaterResult] = {}  # slot key -> pending wake
 
     # -- asked by the throttle, the gate and the queues --------------------
 
     def delay(self, key: str) -> float:
-        """The least spacing of slot *key* while it backs off, else 0."""
-        return self.hosts.delay(key, _slots.slot_clock())
+        """The least spacing of unit *key* while it backs off, else 0."""
+        return self.hosts.delay(key, monotonic())
 
     def held_until(self, key: str) -> float:
-        """Until when slot *key* is held, on the slot clock (0: never held)."""
+        """Until when unit *key* is held, in ``time.monotonic()`` seconds (0: never)."""
         return self.hosts.held_until(key)
-
-    def held(self, key: str) -> bool:
-        return _slots.slot_clock() < self.hosts.held_until(key)
 
     # -- events ------------------------------------------------------------
 
-    def downloaded(self, response: Response, request: Request) -> str | None:
-        """A response arrived: if it says "slow down", hold its slot and return its
-        key."""
+    def downloaded(self, response: Response, key: str) -> bool:
+        """A response from unit *key* arrived: if it says "slow down", hold the unit
+        and return True."""
         if response.status not in self.codes:
-            return None
-        key = _slots.slot_key(request)
-        if key is None:
-            return None
+            return False
         seconds = self._retry_after(response, key)
-        incident = self.hosts.incident(key, _slots.slot_clock(), seconds)
+        incident = self.hosts.incident(key, monotonic(), seconds)
         if incident.new:
             self.stats.inc_value("backoff/holds")
             logger.debug(
-                "%s answered %s: no request to slot %s for %.3g s",
-                request.url,
+                "%s answered %s: no request to %s for %.3g s",
+                response.url,
                 response.status,
                 key,
                 incident.seconds,
@@ -101,16 +91,16 @@ class Backoff:
             if key not in self._capped_said:
                 self._capped_said.add(key)
                 logger.info(
-                    "Slot %s asked to wait %.6g s (Retry-After); held for "
+                    "%s asked to wait %.6g s (Retry-After); held for "
                     "BACKOFF_MAX_RETRY_AFTER = %.6g s",
                     key,
                     seconds,
                     self.hosts.max_retry_after,
                 )
-        self._wake_in(key, incident.seconds)
+        self._changed(key)
         if self._fleet is not None:
             self._fleet.hold(key, incident.seconds)
-        return key
+        return True
 
     def _retry_after(self, response: Response, key: str) -> float | None:
         retry_after = parse_retry_after(response.headers.get(b"Retry-After"), time.time())
@@ -118,33 +108,20 @@ class Backoff:
             return None
         if retry_after.seconds is None:
             self.stats.inc_value("backoff/retry_after_ignored")
-            logger.debug("Slot %s: Retry-After ignored: %s", key, retry_after.problem)
+            logger.debug("%s: Retry-After ignored: %s", key, retry_after.problem)
             return None
         self.stats.max_value("backoff/retry_after_max", retry_after.seconds)
         return retry_after.seconds
 
     def learn(self, key: str, seconds: float) -> None:
-        """Another process of the fleet holds slot *key* for *seconds* more."""
+        """Another process of the fleet holds unit *key* for *seconds* more."""
         self.stats.inc_value("backoff/fleet_holds_learnt")
-        self.hosts.learn(key, _slots.slot_clock(), seconds)
-        self._wake_in(key, seconds)
-
-    def _wake_in(self, key: str, seconds: float) -> None:
-        pending = self._wakes.pop(key, None)
-        if pending is not None:
-            pending.cancel()
-        self._wakes[key] = call_later(seconds, self._ended, key)
-
-    def _ended(self, key: str) -> None:
-        self._wakes.pop(key, None)
-        self._wake(key)
+        self.hosts.learn(key, monotonic(), seconds)
+        self._changed(key)
 
     def close(self) -> None:
-        """Cancel the pending wakes; report, per host, its holds."""
-        for pending in self._wakes.values():
-            pending.cancel()
-        self._wakes.clear()
-        held = self.hosts.report(_slots.slot_clock())
+        """Report, per unit, its holds."""
+        held = self.hosts.report(monotonic())
         if not held:
             return
         total = sum(seconds for _, seconds, _ in held)

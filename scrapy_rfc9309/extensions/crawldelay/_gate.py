@@ -1,112 +1,162 @@
-"""The gate of a crawler's floored slots: end-to-start spacing, as the site sees it.
+"""The gate: the downloader middleware that starts a request only when its
+politeness unit is ready, end to start, as the site sees it.
 
-A floored slot starts a request only when none of its requests is on the wire, and
-the downloader spaces it from ``slot.lastseen``, which the throttle moves to the
-moment the previous request ended: the next request starts no earlier than the floor
-after the previous response completed (Crawl-delay as Yandex defines it, and as Nutch
-and Heritrix space requests).  A late start on a busy event loop can then only make
-the site's gap longer, never shorter.
+Placed after every middleware that may drop or answer a request without the network
+(Scrapy's HTTP cache at 900; the add-on uses 940), so that its ``process_request`` is
+the last word before the download: a unit with a floor gets one request at a time,
+no earlier than the floor after the previous response from it ended (robots.txt
+included), and no unit gets a request while it is held (it asked to slow down).  A
+late start on a busy event loop can only lengthen the gap the site sees.
+
+What waits, and where:
+
+* the scheduler's queue (:mod:`._pqueue`) hands out a request of a ready unit when
+  there is one, so that requests seldom wait here; when no unit is ready, it hands
+  out the one ready soonest (marked :data:`META_EARLY`), which waits here, holding a
+  place of ``CONCURRENT_REQUESTS`` that no other unit could use;
+* a request that finds its unit not ready without having been handed out early
+  (its floor was learnt from robots.txt after the queue let it go, or a hold began)
+  is handed back to the scheduler, once, rather than hold a place while other units
+  may be ready (:data:`META_REQUEUED`, stat ``crawldelay/requeued``);
+* robots.txt fetches wait here: they come from the robots middleware, not the
+  scheduler.
+
+Ends are seen in three public places, whichever comes first: Scrapy's
+``request_left_downloader`` signal (the download ended), and this middleware's own
+``process_response`` and ``process_exception``, which every request that left the
+scheduler passes on its way back (a request dropped by a middleware, answered from a
+cache, redirected, retried): the queues learn there that a request they handed out
+is done.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING, Any
 
-from . import _slots
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.httpobj import urlparse_cached
+
+from ..._shared import META_ROBOTS, offers
+from ._politeness import politeness
 
 if TYPE_CHECKING:
-    from scrapy import Request
-    from scrapy.core.downloader import Slot
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
 
-    from ._fleet import FleetGates
+#: Request.meta key: the queue handed the request out before its unit was ready (no
+#: unit was): it waits in the gate.
+META_EARLY = "crawldelay_early"
+#: The schemes whose requests reach a site (others, ``data:`` and ``file:``, pass).
+NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "s3"})
+#: Request.meta key: the gate handed the request back to the scheduler once already.
+META_REQUEUED = "crawldelay_requeued"
 
 
-def _never_held(key: str) -> bool:
-    return False
+class CrawlDelayGate:
+    def __init__(self, crawler: Crawler) -> None:
+        throttle = offers(crawler).throttle
+        if throttle is None:  # CRAWLDELAY_ENABLED is off
+            raise NotConfigured
+        self.throttle = throttle
+        self.politeness = politeness(crawler)
+        self.stats = crawler.stats
+        self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
+        # Requests waiting for their unit, in the order they came, by unit key.
+        self._lines: dict[str, deque[asyncio.Future[None]]] = {}
+        throttle.gate_enabled = True
+        crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
 
-def _always() -> bool:
-    return True
+    async def process_request(self, request: Request, spider: Any = None) -> Request | None:
+        if urlparse_cached(request).scheme not in NETWORK_SCHEMES:  # data:, file:
+            return None
+        polite = self.politeness
+        key = polite.unit(request)
+        self.throttle.learn(key, request)
+        wait = polite.ready_at(key) - polite.now()
+        meta = request.meta
+        waits_here = meta.get(META_EARLY) or meta.get(META_REQUEUED) or meta.get(META_ROBOTS)
+        if wait > 0 and not waits_here:
+            return self._requeue(request)
+        meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to
+        if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
+            fleet = await self._take_turn(key, request)
+        else:
+            fleet = False
+        polite.started(key)
+        self._started[request] = (key, fleet)
+        return None
 
+    async def _take_turn(self, key: str, request: Request) -> bool:
+        """Wait until unit *key* is ready and every request that came to wait for it
+        before *request* has started (first come, first served); with a fleet, until
+        its Redis holds the unit for this process too (then True)."""
+        line = self._lines.setdefault(key, deque())
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        line.append(turn)
+        if len(line) == 1:
+            turn.set_result(None)
+        try:
+            await turn
+            return await self._until_ready(key, request)
+        finally:
+            head = line[0] is turn
+            line.remove(turn)
+            if not line:
+                del self._lines[key]
+            elif head and not line[0].done():
+                line[0].set_result(None)
 
-class EndToStartGate:
-    """Admits one request at a time per floored slot key, none while *held(key)* (a
-    host backing off, see :mod:`._backoff`), none while *has_place()* is false (see
-    :meth:`set_places`); with *fleet*, only once the fleet's Redis holds the host for
-    this process.  *floor* gives a key's floor."""
+    async def _until_ready(self, key: str, request: Request) -> bool:
+        polite = self.politeness
+        while True:
+            wait = polite.ready_at(key) - polite.now()
+            while wait > 0:
+                await polite.wait(key, wait)
+                wait = polite.ready_at(key) - polite.now()
+            if not self.throttle.needs_fleet(key, request):
+                return False
+            wait = await self.throttle.fleet_acquire(key)
+            if wait:
+                await polite.wait(key, wait)
+            elif polite.ready_at(key) <= polite.now():
+                return True
+            else:  # something changed here while Redis answered
+                self.throttle.fleet_release(key)
 
-    def __init__(
-        self,
-        floor: Callable[[str], float],
-        fleet: FleetGates | None,
-        held: Callable[[str], bool] | None = None,
-    ) -> None:
-        self._floor = floor
-        self._fleet = fleet
-        self._held = held or _never_held
-        self._on_the_wire: set[str] = set()  # keys with a started request not yet ended
-        self._admitted: set[str] = set()  # those this gate let start
-        self._waiting: set[Request] = set()  # requests queued in gated slots
-        self._has_place = _always
-        self._parked: dict[str, None] = {}  # keys refused for want of a place, in order
+    def _requeue(self, request: Request) -> Request:
+        """A copy of *request* for the scheduler, which hands it out when its unit is
+        ready; *request* itself is done."""
+        self.politeness.finished(request, reached=False)
+        self.stats.inc_value("crawldelay/requeued")
+        meta = {**request.meta, META_REQUEUED: True}
+        return request.replace(dont_filter=True, meta=meta)
 
-    def set_places(self, has_place: Callable[[], bool]) -> None:
-        """From now on a request starts only when ``has_place()``: the requests
-        waiting here are left out of ``CONCURRENT_REQUESTS`` while they wait, and take
-        a place of it to start (else hundreds whose floors pass together would start
-        at once).  A slot refused for want of one is parked: see :meth:`start_parked`."""
-        self._has_place = has_place
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        self._end(request)
+        return response
 
-    def admits(self, slot: Slot) -> bool:
-        request = _slots.queued_request(slot)
-        if request is None:
-            return False
-        key = _slots.slot_key(request)
-        if key is None or key in self._on_the_wire or self._held(key):
-            return False
-        if not self._has_place():
-            self._parked[key] = None
-            return False
-        if self._fleet is not None and not self._fleet.admits(key, self._floor(key)):
-            return False
-        self._on_the_wire.add(key)
-        self._admitted.add(key)
-        self._waiting.discard(request)  # the downloader starts it now
-        return True
+    def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
+        self._end(request)
 
-    def start_parked(self, wake: Callable[[str], None]) -> None:
-        """Have the slots parked for want of a place look at their queues again,
-        longest parked first, while a place is free: *wake(key)* does it."""
-        while self._parked and self._has_place():
-            key = next(iter(self._parked))
-            del self._parked[key]
-            wake(key)
+    def _left(self, request: Request, spider: Any = None) -> None:
+        self._end(request)
 
-    @property
-    def waiting(self) -> int:
-        """How many requests wait in gated slots' queues for their turn: counted as
-        they come and go, since a broad crawl has thousands of such slots at once,
-        and Scrapy asks for this before each request it takes."""
-        return len(self._waiting)
-
-    def wait(self, requests: Iterable[Request]) -> None:
-        """*requests* are queued in a gated slot."""
-        self._waiting.update(requests)
-
-    def stop_waiting(self, requests: Iterable[Request]) -> None:
-        """*requests* no longer wait for this gate (their slot was given back, or they
-        left the downloader: a miscount cannot outlive the request)."""
-        self._waiting.difference_update(requests)
-
-    def started_elsewhere(self, key: str) -> None:
-        """A request of *key* went on the wire before its slot was gated."""
-        self._on_the_wire.add(key)
-
-    def ended(self, key: str) -> bool:
-        """A request of *key* ended; True if it was one this gate had let start."""
-        self._on_the_wire.discard(key)
-        if key in self._admitted:
-            self._admitted.discard(key)
-            return True
-        return False
+    def _end(self, request: Request) -> None:
+        started = self._started.pop(request, None)
+        self.politeness.finished(request, reached=started is not None)
+        if started is None:
+            return
+        key, fleet = started
+        self.politeness.ended(key)
+        if fleet:
+            self.throttle.fleet_release(key)

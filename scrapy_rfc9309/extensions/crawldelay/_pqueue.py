@@ -1,204 +1,251 @@
-"""A scheduler priority queue that releases a request only when its host is ready:
-politeness kept in the scheduler, as Heritrix, Nutch and StormCrawler keep it.
+"""A scheduler priority queue that hands out the request of the politeness unit that
+is ready soonest: politeness kept in the scheduler, as Heritrix, Nutch and
+StormCrawler keep it.
 
 ``SCHEDULER_PRIORITY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"`` (the
-add-on sets it unless the project chose another).  Like Scrapy's default
-``DownloaderAwarePriorityQueue`` (whose per-slot queues and disk layout it keeps, so a
-``JOBDIR`` crawl resumes), it holds one priority queue per download slot; unlike it,
-it does not scan every slot at every pop.  The slots with queued requests sit in a
-heap ordered by the time each may next start a request:
+add-on sets it with the throttle on).  It is written against Scrapy's priority-queue
+interface, and holds one Scrapy ``ScrapyPriorityQueue`` per unit (a host by default;
+with ``JOBDIR``, one folder per unit, as Scrapy's ``DownloaderAwarePriorityQueue``
+lays them out, so a crawl resumes).  The units with queued requests sit in a heap
+ordered by the time each may next start a request (see :mod:`._politeness`):
 
-* a slot with a floor (see :mod:`.extensions.crawldelay`) is ready ``floor`` after
-  its last request ended, and takes one request at a time: the next leaves the
-  scheduler only once the previous one is done (downloaded, or dropped by a
-  middleware);
-* so does a slot none of whose requests is done yet: its floor is not known before
+* a floored unit takes one request at a time: the next leaves the scheduler only once
+  the previous one is done (downloaded, dropped by a middleware, answered by a
+  cache), and is ready ``floor`` after it ended;
+* so does a unit none of whose requests is done yet: its floor is not known before
   its robots.txt is read, which its first request waits for;
-* a slot known to have no floor is always ready, up to its concurrency
+* a unit known to have no floor is ready unless held, up to its concurrency
   (``CONCURRENT_REQUESTS_PER_DOMAIN`` or its ``DOWNLOAD_SLOTS`` entry) of requests
-  at a time, and takes turns with the other ready slots.
+  at a time, and takes turns with the other ready units.
 
-A pop costs O(log slots) heap work, plus a look at the requests released and not yet
-done (those in the downloader: ``CONCURRENT_REQUESTS`` of them, and the ones waiting
-there for their host's floor, up to ``CRAWLDELAY_MAX_WAITING`` more).  A slot whose
-queue waits for its time costs one heap entry (~100 bytes) and one wake-up of the
-engine at that time.
+A pop returns a ready unit's request if there is one; else the request of the unit
+ready soonest, if within :data:`HORIZON` seconds (it waits for its time in the gate,
+holding a place no other unit could use); else nothing, and the engine asks again
+when a request ends or at its next heartbeat.  A pop costs O(log units).
+
+A request that a robots.txt at hand refuses (its site unreachable, so everything
+disallowed) never reaches the site: it is handed out at once, whatever its unit's
+readiness or hold, and dropped by the robots middleware.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
-import weakref
-from collections import Counter, OrderedDict
+from collections import deque
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from scrapy.crawler import Crawler
-from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
-from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.pqueues import ScrapyPriorityQueue
 
 from ..._settings import configured_concurrency
-from . import _slots
-from ._hostclock import host_clock
+from ..._shared import authority_of, offers
+from ._gate import META_EARLY
+from ._politeness import INFINITY, politeness
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from scrapy import Request
-    from scrapy.pqueues import QueueProtocol
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
 
 __all__ = ["HostReadyPriorityQueue"]
 
-
-#: How many slot keys :class:`_Released` remembers as having had a request done; past
-#: this many, the least recently done are forgotten (they go one at a time again
-#: until their next request is done).
-MAX_DONE_KEYS = 100_000
-
-
-class _Released:
-    """The requests the crawler's queues released and the downloader still handles,
-    per slot key, and the keys that had one done (shared by the memory and the disk
-    queue of one crawler)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.by_key: Counter[str] = Counter()
-        self.done: OrderedDict[str, None] = OrderedDict()
-        self._requests: dict[Request, str] = {}
-        self._wake: CallLaterResult | None = None
-        self._wake_at = float("inf")
-
-    def add(self, request: Request, key: str) -> None:
-        self._requests[request] = key
-        self.by_key[key] += 1
-
-    def settle(self) -> None:
-        """Forget the released requests the downloader is done with."""
-        for key in _slots.settle(self.crawler, self._requests):
-            self.by_key[key] -= 1
-            if not self.by_key[key]:
-                del self.by_key[key]
-            self.done[key] = None
-            self.done.move_to_end(key)
-            if len(self.done) > MAX_DONE_KEYS:
-                self.done.popitem(last=False)
-
-    def wake_engine_at(self, at: float, now: float) -> None:
-        """Have the engine ask the scheduler again at *at* (one call pending at most)."""
-        if self._wake is not None:
-            if self._wake_at <= at:
-                return
-            self._wake.cancel()
-        self._wake_at = at
-        self._wake = call_later(max(at - now, 0.0), self._woken)
-
-    def _woken(self) -> None:
-        self._wake, self._wake_at = None, float("inf")
-        _slots.wake_engine(self.crawler)
+#: A unit ready within this many seconds may have its request handed out before it
+#: is ready, when no unit is ready: Scrapy's engine asks the scheduler at least this
+#: often (its heartbeat), so no unit waits for the engine longer than it would
+#: anyway, and no place waits in the gate longer than this.
+HORIZON = 5.0
 
 
-_RELEASED: weakref.WeakKeyDictionary[Crawler, _Released] = weakref.WeakKeyDictionary()
+def path_safe(key: str) -> str:
+    """A folder name for unit *key*: its safe characters, then a digest of it (two
+    keys that differ only in unsafe characters stay apart)."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in key)
+    return f"{safe}-{hashlib.md5(key.encode('utf8')).hexdigest()}"
 
 
-class HostReadyPriorityQueue(DownloaderAwarePriorityQueue):
-    """Scrapy's per-slot priority queues, popped in the order their slots may next
-    start a request (see the module's documentation)."""
+class HostReadyPriorityQueue:
+    """Scrapy's priority queues, one per politeness unit, popped in the order their
+    units may next start a request (see the module's documentation)."""
+
+    @classmethod
+    def from_crawler(
+        cls,
+        crawler: Crawler,
+        downstream_queue_cls: type[Any],
+        key: str,
+        startprios: dict[str, Iterable[int]] | None = None,
+        *,
+        start_queue_cls: type[Any] | None = None,
+    ) -> Self:
+        return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
 
     def __init__(
         self,
         crawler: Crawler,
-        downstream_queue_cls: type[QueueProtocol],
+        downstream_queue_cls: type[Any],
         key: str,
-        slot_startprios: dict[str, Iterable[int]] | None = None,
+        startprios: dict[str, Iterable[int]] | None = None,
         *,
-        start_queue_cls: type[QueueProtocol] | None = None,
+        start_queue_cls: type[Any] | None = None,
     ) -> None:
-        super().__init__(
-            crawler, downstream_queue_cls, key, slot_startprios, start_queue_cls=start_queue_cls
-        )
-        self._clock = host_clock(crawler)
-        released = _RELEASED.get(crawler)
-        if released is None:
-            released = _RELEASED[crawler] = _Released(crawler)
-        self._released = released
-        concurrency, self._slot_concurrency = configured_concurrency(crawler.settings)
+        if startprios and not isinstance(startprios, dict):
+            raise ValueError(
+                "HostReadyPriorityQueue resumes only a JOBDIR state it wrote itself (a dict "
+                f"of units), not {type(startprios).__name__}"
+            )
+        self.crawler = crawler
+        self.downstream_queue_cls = downstream_queue_cls
+        self.start_queue_cls = start_queue_cls
+        self.key = key
+        self.politeness = politeness(crawler)
+        self.politeness.on_done.append(self._unpark)
+        self._offers = offers(crawler)
+        self._offers.on_robots_refusing_all.append(self._decide)
+        concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
         self._concurrency = concurrency or 1
+        self.queues: dict[str, ScrapyPriorityQueue] = {}
+        self._size = 0
         self._order = itertools.count()
-        self._heap: list[tuple[float, int, str]] = []  # (ready at, order, slot key)
-        self._parked: set[str] = set()  # keys with as many requests out as they may have
-        for slot in self.pqueues:
-            self._schedule(slot, 0.0)
+        self._heap: list[tuple[float, int, str]] = []  # (ready at, order, unit key)
+        self._parked: set[str] = set()  # units with as many requests out as they may have
+        self._decided: deque[Request] = deque()  # refused by a robots.txt at hand
+        for unit, prios in (startprios or {}).items():
+            queue = self.queues[unit] = self._queue(unit, prios)
+            self._size += len(queue)
+            self._schedule(unit, 0.0)
 
-    def _schedule(self, key: str, at: float) -> None:
-        heapq.heappush(self._heap, (at, next(self._order), key))
+    def _queue(self, unit: str, startprios: Iterable[int] = ()) -> ScrapyPriorityQueue:
+        return ScrapyPriorityQueue.from_crawler(
+            self.crawler,
+            self.downstream_queue_cls,
+            f"{self.key}/{path_safe(unit)}",
+            startprios,
+            start_queue_cls=self.start_queue_cls,
+        )
 
-    def _room(self, key: str) -> bool:
-        """Whether slot *key* may have one more request out of the scheduler."""
-        out = self._released.by_key.get(key, 0)
+    def _schedule(self, unit: str, at: float) -> None:
+        heapq.heappush(self._heap, (at, next(self._order), unit))
+
+    def _room(self, unit: str) -> bool:
+        """Whether unit *unit* may have one more request out of the scheduler."""
+        out = self.politeness.out.get(unit, 0)
         if not out:
             return True
-        if self._clock.floor(key) or key not in self._released.done:
+        if self.politeness.floor(unit) or unit not in self.politeness.done:
             return False  # one at a time: end to start, or until the floor is known
-        return out < self._slot_concurrency.get(key, self._concurrency)
+        return out < self._unit_concurrency.get(unit, self._concurrency)
+
+    def _unpark(self, unit: str) -> None:
+        if unit in self._parked and self._room(unit) and self.politeness.ready_at(unit) != INFINITY:
+            self._parked.discard(unit)
+            self._schedule(unit, self.politeness.ready_at(unit))
+
+    def __len__(self) -> int:
+        return self._size + len(self._decided)
 
     def push(self, request: Request) -> None:
-        key = self._downloader_interface.get_slot_key(request)
-        new = key not in self.pqueues
-        super().push(request)
-        if new:
-            self._schedule(key, 0.0)
+        refuses = self._offers.robots_refuses
+        if refuses is not None and refuses(request):
+            self._decided.append(request)
+            return
+        unit = self.politeness.unit(request)
+        queue = self.queues.get(unit)
+        if queue is None:
+            queue = self.queues[unit] = self._queue(unit)
+            if unit not in self._parked:
+                self._schedule(unit, 0.0)
+        queue.push(request)
+        self._size += 1
 
     def pop(self) -> Request | None:
-        if not self.pqueues:
-            return None
-        now = self._clock.now()
-        self._released.settle()
-        for key in [key for key in self._parked if self._room(key)]:
-            self._parked.discard(key)
-            self._schedule(key, self._clock.ready_at(key))
+        if self._decided:
+            return self._decided.popleft()
+        polite = self.politeness
+        now = polite.now()
         heap = self._heap
         while heap:
-            at, _, key = heap[0]
-            if at > now:
-                self._released.wake_engine_at(at, now)
+            at, _, unit = heap[0]
+            if unit not in self.queues:
+                heapq.heappop(heap)
+                continue
+            if not self._room(unit):
+                heapq.heappop(heap)
+                self._parked.add(unit)
+                continue
+            ready_at = polite.ready_at(unit)
+            if ready_at == INFINITY:  # a request of it in progress (a robots.txt fetch)
+                heapq.heappop(heap)
+                self._parked.add(unit)
+                continue
+            if ready_at > at:  # its floor was learnt, a hold began, or a request ended
+                heapq.heapreplace(heap, (ready_at, next(self._order), unit))
+                continue
+            if at > now + HORIZON:
                 return None
             heapq.heappop(heap)
-            if key not in self.pqueues:
+            request = self._pop_from(unit, now)
+            if request is None:  # its queue was emptied by _decide
                 continue
-            if not self._room(key):
-                self._parked.add(key)
-                continue
-            ready_at = self._clock.ready_at(key)
-            if ready_at > now:  # its floor was learnt, or a request ended, since
-                self._schedule(key, ready_at)
-                continue
-            return self._pop_from(key, now)
+            if ready_at > now:
+                request.meta[META_EARLY] = True
+            return request
         return None
 
-    def _pop_from(self, key: str, now: float) -> Request | None:
-        queue = self.pqueues[key]
+    def _pop_from(self, unit: str, now: float) -> Request | None:
+        queue = self.queues[unit]
         request = queue.pop()
         if len(queue):
-            self._schedule(key, now)  # behind the slots already waiting: turns
+            self._schedule(unit, now)  # behind the units already waiting: turns
         else:
-            del self.pqueues[key]
+            del self.queues[unit]
             queue.close()
-            if self.key:  # a JOBDIR crawl: reclaim the slot's folder, as Scrapy 2.19 does
+            if self.key:  # a JOBDIR crawl: reclaim the unit's folder, as Scrapy does
                 with suppress(OSError):  # not empty: its queues kept files
-                    Path(self.key, _path_safe(key)).rmdir()
+                    Path(self.key, path_safe(unit)).rmdir()
         if request is not None:
-            self._released.add(request, key)
+            self._size -= 1
+            self.politeness.released(request, unit)
         return request
+
+    def _decide(self, authority: str) -> None:
+        """Every request to *authority* is refused by its robots.txt now (it is
+        unreachable): hand its queued requests out at once, they never reach it."""
+        refuses = self._offers.robots_refuses
+        unit = self.politeness.unit_of_host(urlsplit(authority).hostname or "")
+        queue = self.queues.get(unit)
+        if queue is None or refuses is None:
+            return
+        kept = []
+        while len(queue):
+            request = queue.pop()
+            if request is None:
+                break
+            if authority_of(request) == authority and refuses(request):
+                self._decided.append(request)
+                self._size -= 1
+            else:
+                kept.append(request)
+        for request in kept:
+            queue.push(request)
 
     def peek(self) -> Request | None:
         """The request :meth:`pop` would return now, if any."""
-        now = self._clock.now()
-        for at, _, key in sorted(self._heap):
-            if at > now:
-                break
-            if key in self.pqueues and self._room(key) and self._clock.ready_at(key) <= now:
-                return self.pqueues[key].peek()
+        if self._decided:
+            return self._decided[0]
+        now = self.politeness.now()
+        for _, _, unit in sorted(self._heap):
+            if unit in self.queues and self._room(unit):
+                if self.politeness.ready_at(unit) <= now + HORIZON:
+                    return self.queues[unit].peek()
+                return None
         return None
+
+    def close(self) -> dict[str, list[int]]:
+        """The state a ``JOBDIR`` crawl resumes from: each unit's priorities."""
+        return {unit: queue.close() for unit, queue in self.queues.items()}

@@ -4,21 +4,23 @@
 scrapy-redis's own queues hand out requests in their order, whatever their host: a
 process takes a slow host's backlog into its own memory, where it waits for the
 Crawl-delay (and is lost if the process is killed), while the other processes find
-the queue empty.  Here the queue keeps one list per download slot (host) and a sorted
-set of the slots by the time each may next be contacted, so a pop returns a request
-only of a host that is ready for the whole fleet:
+the queue empty.  Here the queue keeps one list per politeness unit (a host by
+default, see :mod:`._units`) and a sorted set of the units by the time each may next
+be contacted, so a pop returns a request only of a unit that is ready for the whole
+fleet (when none is, the engine is woken when the first one will be, or within a
+second: another process may push a ready one meanwhile; see :mod:`._waker`):
 
-* a host is held (not ready) from the pop of one of its requests until the process
-  that took it says the request ended, then ready ``floor`` later; a host whose floor
+* a unit is held (not ready) from the pop of one of its requests until the process
+  that took it says the request ended, then ready ``floor`` later; a unit whose floor
   no process knows yet (its robots.txt not read) is held the same way;
-* a host known to have no floor stays ready: its requests are handed out in turns
-  with the other ready hosts;
-* a host that asked to slow down (see :mod:`.extensions.crawldelay._backoff`) is not ready
-  before its hold ends, and is floored while it backs off;
+* a unit known to have no floor stays ready: its requests are handed out in turns
+  with the other ready units;
+* a unit that asked to slow down (see :mod:`._backoff`) is not ready before its hold
+  ends, and is floored while it backs off;
 * a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
-  process killed mid-request holds its hosts no longer).
+  process killed mid-request holds its units no longer).
 
-So a process holds at most one request of a floored host at a time, and a killed one
+So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
 synchronous round trip to the scrapy-redis Redis (``REDIS_URL``); its key names add
 suffixes to scrapy-redis's queue key.
@@ -28,14 +30,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from scrapy import signals
-from scrapy.core.downloader import Downloader
-from scrapy.utils.asyncio import CallLaterResult, call_later
-
 from ..._settings import LEASE_MARGIN
-from ..._shared import META_ROBOTS
-from . import _slots
-from ._hostclock import host_clock
+from ._politeness import politeness
+from ._waker import EngineWaker
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -57,9 +54,9 @@ return 1
 """
 )
 #: KEYS = hosts zset, count, floors hash; ARGV = list key prefix, lease (microseconds).
-#: Returns {request or false, microseconds until the next host is ready or false}.
-#: A host whose list the pop empties keeps its place (and its hold): a request pushed
-#: for it meanwhile waits for the hold too.  A ready host with an empty list is
+#: Returns {request or false, microseconds until the next unit is ready or false}.
+#: A unit whose list the pop empties keeps its place (and its hold): a request pushed
+#: for it meanwhile waits for the hold too.  A ready unit with an empty list is
 #: dropped from the set when a pop meets it.
 _POP = (
     _NOW
@@ -105,18 +102,20 @@ return 1
 """
 )
 
-#: When no host is ready, the engine looks again after at most this long (seconds):
-#: other processes may push requests for ready hosts meanwhile.
-MAX_WAKE = 1.0
+
+#: When no unit is ready, the engine looks again after at most this long (seconds,
+#: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
+MAX_WAKE = 0.5
 
 
 class HostReadyRedisQueue(Base):  # type: ignore[misc]
-    """scrapy-redis queue of one list per host, handed out by the hosts' ready times."""
+    """scrapy-redis queue of one list per politeness unit, handed out by the units'
+    ready times."""
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer)
         self.crawler = spider.crawler
-        self._clock = host_clock(self.crawler)
+        self.politeness = politeness(self.crawler)
         self._hosts_key = f"{self.key}:hosts"
         self._count_key = f"{self.key}:count"
         self._floors_key = f"{self.key}:floors"
@@ -127,71 +126,51 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             name: server.register_script(script)
             for name, script in (("push", _PUSH), ("pop", _POP), ("ended", _ENDED))
         }
-        self._reported: set[str] = set()  # hosts without a floor, already said so
-        self._out: dict[Request, str] = {}  # taken by this process, not yet ended
-        self._wake: CallLaterResult | None = None
-        self.crawler.signals.connect(self._left, signal=signals.request_left_downloader)
-
-    def _host(self, request: Request) -> str:
-        key = request.meta.get(Downloader.DOWNLOAD_SLOT)
-        if key is None and self.crawler.engine is not None:
-            key = self.crawler.engine.downloader.get_slot_key(request)
-        return str(key or "")
+        self._reported: set[str] = set()  # units without a floor, already said so
+        self._waker = EngineWaker(self.crawler)
+        self.politeness.on_finished.append(self._finished)
 
     def __len__(self) -> int:
         return int(self.server.get(self._count_key) or 0)
 
     def push(self, request: Request) -> None:
         keys = [self._hosts_key, self._count_key]
-        args = [self._list_prefix, self._host(request), self._encode_request(request)]
+        unit = self.politeness.unit(request)
+        args = [self._list_prefix, unit, self._encode_request(request)]
         self._scripts["push"](keys=keys, args=args)
 
     def pop(self, timeout: int = 0) -> Request | None:
-        self._settle()
         keys = [self._hosts_key, self._count_key, self._floors_key]
         data, wait = self._scripts["pop"](keys=keys, args=[self._list_prefix, self._lease])
-        if data:
-            request = cast("Request", self._decode_request(data))
-            self._out[request] = self._host(request)
-            return request
-        if wait is not None:
-            self._wake_engine_in(min(int(wait) / 1_000_000, MAX_WAKE))
-        return None
+        if not data:
+            if wait is not None:
+                self._waker.wake_in(min(int(wait) / 1_000_000, MAX_WAKE))
+            return None
+        request = cast("Request", self._decode_request(data))
+        self.politeness.released(request, self.politeness.unit(request))
+        return request
 
-    def _wake_engine_in(self, seconds: float) -> None:
-        if self._wake is None:  # one wake pending at most
-            self._wake = call_later(max(seconds, 0.01), self._woken)
-
-    def _woken(self) -> None:
-        self._wake = None
-        _slots.wake_engine(self.crawler)
-
-    def _settle(self) -> None:
-        """Let go of the hosts of taken requests that a middleware dropped (robots.txt,
-        a budget): they never reach the site, nor ``request_left_downloader``."""
-        for host in _slots.settle(self.crawler, self._out):
-            self._ended(host, 0.0, known=False)
-
-    def _left(self, request: Request, spider: Any = None) -> None:
-        if request.meta.get(META_ROBOTS):  # not from this queue; its floor comes next
+    def _finished(self, request: Request, unit: str, reached: bool) -> None:
+        """A request this process took is done: the unit is ready again ``floor``
+        after it ended (or at once, if the site never saw it)."""
+        if not reached:
+            self._ended(unit, 0.0, known=False)
             return
-        self._out.pop(request, None)
-        host = self._host(request)
-        floor = self._clock.floor(host)
-        if not floor and host in self._reported:
+        floor = self.politeness.floor(unit)
+        if not floor and unit in self._reported:
             return
         if not floor:
-            self._reported.add(host)
+            self._reported.add(unit)
         else:
-            self._reported.discard(host)  # a host that backs off is floored for a while
-        self._ended(host, floor, known=True)
+            self._reported.discard(unit)  # a unit that backs off is floored for a while
+        self._ended(unit, floor, known=True)
 
-    def _ended(self, host: str, floor: float, known: bool) -> None:
-        held = max(self._clock.held_until(host) - self._clock.now(), 0.0)
-        args = [host, int(floor * 1_000_000), int(known), int(held * 1_000_000)]
+    def _ended(self, unit: str, floor: float, known: bool) -> None:
+        held = max(self.politeness.held_until(unit) - self.politeness.now(), 0.0)
+        args = [unit, int(floor * 1_000_000), int(known), int(held * 1_000_000)]
         self._scripts["ended"](keys=[self._hosts_key, self._floors_key], args=args)
 
     def clear(self) -> None:
-        hosts = self.server.zrange(self._hosts_key, 0, -1)
-        names = [self._list_prefix + host.decode() for host in hosts]
+        units = self.server.zrange(self._hosts_key, 0, -1)
+        names = [self._list_prefix + unit.decode() for unit in units]
         self.server.delete(self._hosts_key, self._count_key, self._floors_key, *names)

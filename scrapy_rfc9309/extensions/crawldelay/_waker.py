@@ -1,0 +1,59 @@
+"""Having Scrapy's engine ask its scheduler for a request again, at a chosen time.
+
+The engine asks when a request ends, when one is scheduled, and at its heartbeat
+(every few seconds).  A queue shared by a fleet's processes may have a unit become
+ready, or another process push one, while nothing of this process ends: it needs the
+engine to ask sooner.  Scrapy has no public call for that, but every download it
+makes ends with the engine asking its scheduler, so the waker downloads a ``data:``
+URL through the engine's public ``download_async``: no network, no site, one request
+in Scrapy's downloader stats, counted in ``crawldelay/engine_wakes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.utils.defer import deferred_from_coro
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: Request.meta key of the waker's own requests.
+META_WAKE = "crawldelay_wake"
+
+
+#: A wake comes up to this much later than asked, at random (seconds), so that the
+#: processes of a fleet take turns at a unit that becomes ready: the one whose
+#: request just ended would otherwise always be the first to ask.
+JITTER = 0.5
+
+
+class EngineWaker:
+    """One pending wake at most: the first asked for."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._pending: CallLaterResult | None = None
+
+    def wake_in(self, seconds: float) -> None:
+        if self._pending is None:
+            delay = max(seconds, 0.01) + random.uniform(0.0, JITTER)
+            self._pending = call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._pending = None
+        engine = self.crawler.engine
+        if engine is None or not engine.running:
+            return
+        self.crawler.stats.inc_value("crawldelay/engine_wakes")
+        request = Request("data:,", callback=NO_CALLBACK, dont_filter=True, meta={META_WAKE: True})
+        deferred_from_coro(engine.download_async(request)).addErrback(
+            lambda failure: logger.debug("Waking the engine failed: %s", failure.value)
+        )
