@@ -28,6 +28,7 @@ suffixes to scrapy-redis's queue key.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, cast
 
 from ..._settings import LEASE_MARGIN
@@ -53,35 +54,52 @@ redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2])
 return 1
 """
 )
-#: KEYS = hosts zset, count, floors hash; ARGV = list key prefix, lease (microseconds).
-#: Returns {request or false, microseconds until the next unit is ready or false}.
-#: A unit whose list the pop empties keeps its place (and its hold): a request pushed
-#: for it meanwhile waits for the hold too.  A ready unit with an empty list is
-#: dropped from the set when a pop meets it.
+#: KEYS = hosts zset, count, floors hash, takers hash, processes zset; ARGV = list key
+#: prefix, lease, this process's id, turn (microseconds).  Returns {request or false,
+#: microseconds until the next unit is ready or false}.  A unit whose list the pop
+#: empties keeps its place (and its hold): a request pushed for it meanwhile waits for
+#: the hold too.  A ready unit with an empty list is dropped from the set when a pop
+#: meets it.  Turns: while other processes pop too (seen in the last 5 s), the process
+#: that took a unit's last request may take the next one only ``turn`` after the unit
+#: is ready; its own request's end would otherwise always make it the first to ask.
 _POP = (
     _NOW
     + """
-for _ = 1, 100 do
-  local first = redis.call(
-    'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'LIMIT', 0, 1)
-  if #first == 0 then
-    local next = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    if #next == 0 then return {false, false} end
-    return {false, string.format('%.0f', math.max(tonumber(next[2]) - now, 0))}
+redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', now - 5000000))
+local alone = redis.call('ZCARD', KEYS[5]) <= 1
+local turn = tonumber(ARGV[4])
+local soonest = false
+local ready = redis.call(
+  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 20)
+for i = 1, #ready, 2 do
+  local host, score = ready[i], tonumber(ready[i + 1])
+  if not alone and redis.call('HGET', KEYS[4], host) == ARGV[3] and now < score + turn then
+    local wait = score + turn - now
+    if not soonest or wait < soonest then soonest = wait end
+  else
+    local data = redis.call('LPOP', ARGV[1] .. host)
+    if data then
+      redis.call('DECR', KEYS[2])
+      redis.call('HSET', KEYS[4], host, ARGV[3])
+      local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
+      local until_ = now
+      if floor ~= 0 then until_ = now + tonumber(ARGV[2]) end
+      redis.call('ZADD', KEYS[1], string.format('%.0f', until_), host)
+      return {data, false}
+    end
+    redis.call('ZREM', KEYS[1], host)
+    redis.call('HDEL', KEYS[4], host)
   end
-  local host = first[1]
-  local data = redis.call('LPOP', ARGV[1] .. host)
-  if data then
-    redis.call('DECR', KEYS[2])
-    local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
-    local ready = now
-    if floor ~= 0 then ready = now + tonumber(ARGV[2]) end
-    redis.call('ZADD', KEYS[1], string.format('%.0f', ready), host)
-    return {data, false}
-  end
-  redis.call('ZREM', KEYS[1], host)
 end
-return {false, '0'}
+local next = redis.call(
+  'ZRANGEBYSCORE', KEYS[1], string.format('(%.0f', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if #next > 0 then
+  local wait = tonumber(next[2]) - now
+  if not soonest or wait < soonest then soonest = wait end
+end
+if not soonest then return {false, false} end
+return {false, string.format('%.0f', soonest)}
 """
 )
 #: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the
@@ -106,6 +124,9 @@ return 1
 #: When no unit is ready, the engine looks again after at most this long (seconds,
 #: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
 MAX_WAKE = 0.5
+#: How long the process that took a unit's last request lets the others take the next
+#: one first (seconds): longer than they take to look (see MAX_WAKE).
+TURN = 1.0
 
 
 class HostReadyRedisQueue(Base):  # type: ignore[misc]
@@ -119,6 +140,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._hosts_key = f"{self.key}:hosts"
         self._count_key = f"{self.key}:count"
         self._floors_key = f"{self.key}:floors"
+        self._takers_key = f"{self.key}:takers"
+        self._processes_key = f"{self.key}:processes"
+        self._id = uuid.uuid4().hex
         self._list_prefix = f"{self.key}:host:"
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
@@ -140,8 +164,15 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._scripts["push"](keys=keys, args=args)
 
     def pop(self, timeout: int = 0) -> Request | None:
-        keys = [self._hosts_key, self._count_key, self._floors_key]
-        data, wait = self._scripts["pop"](keys=keys, args=[self._list_prefix, self._lease])
+        keys = [
+            self._hosts_key,
+            self._count_key,
+            self._floors_key,
+            self._takers_key,
+            self._processes_key,
+        ]
+        args = [self._list_prefix, self._lease, self._id, int(TURN * 1_000_000)]
+        data, wait = self._scripts["pop"](keys=keys, args=args)
         if not data:
             if wait is not None:
                 self._waker.wake_in(min(int(wait) / 1_000_000, MAX_WAKE))
@@ -173,4 +204,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def clear(self) -> None:
         units = self.server.zrange(self._hosts_key, 0, -1)
         names = [self._list_prefix + unit.decode() for unit in units]
-        self.server.delete(self._hosts_key, self._count_key, self._floors_key, *names)
+        self.server.delete(
+            self._hosts_key,
+            self._count_key,
+            self._floors_key,
+            self._takers_key,
+            self._processes_key,
+            *names,
+        )
