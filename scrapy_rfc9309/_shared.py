@@ -64,6 +64,8 @@ class Offers:
         #: before fetching a robots.txt, so that a domain whose budget is spent costs
         #: its site no robots.txt request.
         self.budget_refusal: Callable[[Request], Awaitable[str | None]] | None = None
+        #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
+        self.robots: Any = None
         #: The Crawl-delay throttle, for its gate (``None`` while it is off).
         self.throttle: Any = None
         #: The robots middleware's answer to "is this request refused by a robots.txt

@@ -8,7 +8,7 @@ from urllib.parse import urljoin
 
 from scrapy import Request
 
-from ._shared import authority_of
+from ._shared import authority_of, offers
 from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -19,10 +19,8 @@ __all__ = ["SitemapsFromRobotsMixin"]
 
 def robots_middleware(crawler: Crawler) -> RobotsTxtMiddleware | None:
     """The crawl's robots middleware, if it runs one."""
-    for middleware in crawler.engine.downloader.middleware.middlewares:
-        if isinstance(middleware, RobotsTxtMiddleware):
-            return middleware
-    return None
+    middleware: RobotsTxtMiddleware | None = offers(crawler).robots
+    return middleware
 
 
 class SitemapsFromRobotsMixin:
@@ -33,20 +31,26 @@ class SitemapsFromRobotsMixin:
         class MySpider(SitemapsFromRobotsMixin, SitemapSpider):
             sitemap_urls = ["https://example.com/robots.txt"]
 
-    Without the package's robots middleware, the spider downloads it as usual.
+    The robots.txt entries of ``sitemap_urls`` are replaced by the sitemaps the copy
+    names, then ``SitemapSpider`` starts as usual.  Without the package's robots
+    middleware, the spider downloads robots.txt itself, as usual.
     """
 
     crawler: Crawler
     sitemap_urls: list[str]
-    _parse_sitemap: Any
 
     async def start(self) -> AsyncIterator[Any]:
         middleware = robots_middleware(self.crawler)
-        for url in self.sitemap_urls:
-            if middleware is None or not url.endswith("/robots.txt"):
-                yield Request(url, self._parse_sitemap)
-                continue
-            request = Request(url)
-            entry = await middleware.entry(authority_of(request), request)
-            for sitemap in entry.robots.sitemaps if entry.robots is not None else ():
-                yield Request(urljoin(url, sitemap), callback=self._parse_sitemap)
+        if middleware is not None:
+            urls = []
+            for url in self.sitemap_urls:
+                if not url.endswith("/robots.txt"):
+                    urls.append(url)
+                    continue
+                request = Request(url)
+                entry = await middleware.entry(authority_of(request), request)
+                sitemaps = entry.robots.sitemaps if entry.robots is not None else ()
+                urls.extend(urljoin(url, sitemap) for sitemap in sitemaps)
+            self.sitemap_urls = urls
+        async for item in super().start():  # type: ignore[misc]
+            yield item

@@ -29,7 +29,9 @@ suffixes to scrapy-redis's queue key.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.request import request_from_dict
 
 from ..._settings import LEASE_MARGIN
 from ._politeness import politeness
@@ -160,7 +162,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def push(self, request: Request) -> None:
         keys = [self._hosts_key, self._count_key]
         unit = self.politeness.unit(request)
-        args = [self._list_prefix, unit, self._encode_request(request)]
+        encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
+        args = [self._list_prefix, unit, encoded]
         self._scripts["push"](keys=keys, args=args)
 
     def pop(self, timeout: int = 0) -> Request | None:
@@ -177,7 +180,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             if wait is not None:
                 self._waker.wake_in(min(int(wait) / 1_000_000, MAX_WAKE))
             return None
-        request = cast("Request", self._decode_request(data))
+        request = request_from_dict(self.serializer.loads(data), spider=self.spider)
         self.politeness.released(request, self.politeness.unit(request))
         return request
 
