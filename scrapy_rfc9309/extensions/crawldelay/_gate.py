@@ -80,9 +80,10 @@ class CrawlDelayGate:
         polite = self.politeness
         key = polite.unit(request)
         self.throttle.learn(key, request)
-        wait = polite.ready_at(key) - polite.now()
         meta = request.meta
-        waits_here = meta.get(META_EARLY) or meta.get(META_REQUEUED) or meta.get(META_ROBOTS)
+        robots = bool(meta.get(META_ROBOTS))
+        wait = polite.ready_at(key, robots) - polite.now()
+        waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED)
         if wait > 0 and not waits_here:
             return self._requeue(request)
         meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to
@@ -116,17 +117,18 @@ class CrawlDelayGate:
 
     async def _until_ready(self, key: str, request: Request) -> bool:
         polite = self.politeness
+        robots = bool(request.meta.get(META_ROBOTS))
         while True:
-            wait = polite.ready_at(key) - polite.now()
+            wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
                 await polite.wait(key, wait)
-                wait = polite.ready_at(key) - polite.now()
+                wait = polite.ready_at(key, robots) - polite.now()
             if not self.throttle.needs_fleet(key, request):
                 return False
             wait = await self.throttle.fleet_acquire(key)
             if wait:
                 await polite.wait(key, wait)
-            elif polite.ready_at(key) <= polite.now():
+            elif polite.ready_at(key, robots) <= polite.now():
                 return True
             else:  # something changed here while Redis answered
                 self.throttle.fleet_release(key)

@@ -82,12 +82,14 @@ class Politeness:
 
     # -- readiness ---------------------------------------------------------
 
-    def ready_at(self, key: str) -> float:
+    def ready_at(self, key: str, one_at_a_time: bool = False) -> float:
         """The earliest time unit *key* may start a request (``inf`` while a floored
-        unit has one in progress)."""
+        unit has one in progress).  *one_at_a_time*: for a request that waits for the
+        unit's other requests even while it has no floor (a robots.txt fetch: the
+        file may give the unit one)."""
         held = self.held_until(key)
         floor = self.floor(key)
-        if not floor:
+        if not floor and not one_at_a_time:
             return held
         if self._in_progress.get(key):
             return INFINITY
