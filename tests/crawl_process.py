@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 import scrapy
-from scrapy.crawler import CrawlerProcess
+from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
 
 
 class Pages(scrapy.Spider):
@@ -47,14 +47,18 @@ def main() -> None:
     mode, *args = sys.argv[1:]
     if not mode.startswith("--"):
         mode, args = "", [mode, *args]
-    settings, *urls = args
+    settings_json, *urls = args
     defaults = {
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False,
         # A cache of this crawl's own unless the caller names one (tests share ports).
         "RFC9309_PERSISTENT_CACHE_PATH": tempfile.mktemp(suffix=".sqlite"),
     }
-    process = CrawlerProcess({**defaults, **json.loads(settings)})
+    settings = {**defaults, **json.loads(settings_json)}
+    # Without the Twisted reactor (Scrapy 2.19's asyncio-native mode), Scrapy runs
+    # crawls with AsyncCrawlerProcess only.
+    reactorless = settings.get("TWISTED_REACTOR_ENABLED") is False
+    process = (AsyncCrawlerProcess if reactorless else CrawlerProcess)(settings)
     if mode == "--redis-spider":
         crawler = process.create_crawler(redis_pages())
         process.crawl(crawler)
@@ -62,7 +66,9 @@ def main() -> None:
         crawler = process.create_crawler(Pages)
         process.crawl(crawler, urls=urls, dedupe=mode == "--dedupe")
     process.start()
-    print(json.dumps(crawler.stats.get_stats(), default=str))
+    stats = crawler.stats.get_stats()
+    stats["test/twisted_reactor"] = "twisted.internet.reactor" in sys.modules
+    print(json.dumps(stats, default=str))
 
 
 if __name__ == "__main__":
