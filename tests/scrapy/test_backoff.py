@@ -181,6 +181,20 @@ async def test_a_robots_txt_answered_429_is_fetched_again_after_its_retry_after(
 
 
 @pytest_twisted.ensureDeferred
+async def test_pages_of_a_site_whose_robots_txt_is_unreachable_do_not_wait_for_its_hold(site):
+    """robots.txt answers 503 with Retry-After: 30: the host is held, and its pages
+    are disallowed (RFC 9309 §2.3.1.3).  They are decided, and dropped, at once: they
+    would never reach the site, whatever the hold (a generous guard: the hold is 30 s)."""
+    site.route("/robots.txt", status=503, headers={"Retry-After": "30"})
+    started = time.monotonic()
+    crawler = await crawl(pages(site, 6), **BACKOFF)
+    assert time.monotonic() - started < 20
+    assert site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("backoff/holds") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == 6
+
+
+@pytest_twisted.ensureDeferred
 async def test_backing_off_can_be_turned_off(site):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     site.answer_first("/p/", slow_down(retry_after="3"))

@@ -52,6 +52,11 @@ class DemoSpider(scrapy.Spider):
         self.site.close()
 
     def print_report(self) -> None:
+        stats = self.crawler.stats
+        self.report["held"] = (
+            stats.get_value("backoff/hosts_held", 0),
+            stats.get_value("backoff/held_seconds", 0.0),
+        )
         print(format_report(self.report), flush=True)
 
     def make_report(self) -> dict[str, Any]:
@@ -93,5 +98,11 @@ def format_report(report: dict[str, Any]) -> str:
             f" observed between {len(gaps) + 1} requests (robots.txt and"
             f" {report['shop_pages_served']} pages): min {min(gaps):.2f} s,"
             f" mean {sum(gaps) / len(gaps):.2f} s"
+        )
+    hosts, seconds = report.get("held", (0, 0.0))
+    if hosts:
+        lines.append(
+            f"  held by backing off:     {hosts} host(s), {seconds:.1f} s in all"
+            " (they answered 429/503: no request to them meanwhile)"
         )
     return "\n".join(lines) + "\n"
