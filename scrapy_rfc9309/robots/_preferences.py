@@ -4,7 +4,7 @@ Two kinds of robots.txt group member carry it (both neither start nor end a grou
 RFC 9309 §2.2.4, and never change an allow/disallow verdict):
 
 * ``Content-Usage: /path/ train-ai=n`` (IETF AIPREF, draft-ietf-aipref-attach-05):
-  a path, then a usage preference (draft-ietf-aipref-vocab-07 §6: an RFC 9651
+  a path, then a usage preference (draft-ietf-aipref-vocab-08: an RFC 9651
   dictionary of categories to ``y``/``n``).  The lines whose path matches a URL
   with the longest pattern decide (the Allow/Disallow rule, §2.2.2); lines with the
   same path are combined per category, the most restrictive winning (vocab §5.1).
