@@ -421,6 +421,9 @@ def main() -> None:
         default=0.05,
         help="seconds each page of the broad site takes to answer (--broad, --restart)",
     )
+    parser.add_argument(
+        "--modes", nargs="+", help="the modes to compare (--broad; the first is the base)"
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -430,7 +433,7 @@ def main() -> None:
         broad = {"CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
         crawl(json.loads(Path(args.base).read_text()), {**broad, **json.loads(args.crawl_broad)})
     elif args.broad or args.restart:
-        modes = RESTART_MODES if args.restart else BROAD_MODES
+        modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
         compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds, modes, args.latency)
     elif args.serve:
         serve(args.serve)
