@@ -171,7 +171,8 @@ def test_rule_text_that_is_not_utf8_prints_escaped_on_a_strict_utf8_terminal(tmp
     assert "Disallow: /caf\\udce9" in result.stdout
 
 
-def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, capsys):
+def keep_a_copy(site, tmp_path):
+    """Crawl *site* once, so that its robots.txt (ROBOTS) is kept; the cache's path."""
     import json
 
     cache = str(tmp_path / "robots.sqlite")
@@ -187,6 +188,11 @@ def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, cap
         capture_output=True,
         timeout=120,
     )
+    return cache
+
+
+def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, capsys):
+    cache = keep_a_copy(site, tmp_path)
     args = ("--cached", "-s", f"RFC9309_PERSISTENT_CACHE_PATH={cache}")
     status, out = robots_without_fetching(f"{site.url}/private/x", *args, capsys=capsys)
     assert status == 1, out
@@ -203,21 +209,7 @@ def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, cap
 
 
 def test_by_default_the_fresh_kept_copy_is_used_as_a_crawl_would_and_live_fetches(site, tmp_path):
-    import json
-
-    cache = str(tmp_path / "robots.sqlite")
-    site.route("/robots.txt", body=ROBOTS)
-    settings = {
-        "ADDONS": {"scrapy_rfc9309.Addon": 500},
-        "ROBOTSTXT_OBEY": True,
-        "RFC9309_PERSISTENT_CACHE_PATH": cache,
-    }
-    subprocess.run(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/page"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    cache = keep_a_copy(site, tmp_path)
     site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")  # changed since
     path = ("-s", f"RFC9309_PERSISTENT_CACHE_PATH={cache}")
     kept = robots(f"{site.url}/x", *path, cwd=tmp_path)

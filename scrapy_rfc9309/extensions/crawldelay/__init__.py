@@ -106,7 +106,7 @@ class CrawlDelayThrottle:
             "Crawl-delay throttle: requests to a %s at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
             "previous one ended; %s",
-            settings.get("CRAWLDELAY_UNIT") or "host",
+            config.unit,
             self._default_delay,
             self.max_delay,
             f"spacing shared through the fleet Redis {redacted_url(config.fleet_url)}"

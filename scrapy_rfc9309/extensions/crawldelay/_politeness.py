@@ -132,9 +132,6 @@ class Politeness:
         for done in self.on_done:
             done(key)
 
-    def last_end(self, key: str) -> float | None:
-        return self._last_end.get(key)
-
     def _sweep(self, now: float) -> None:
         horizon = now - self.max_floor
         for key in [key for key, end in self._last_end.items() if end < horizon]:
