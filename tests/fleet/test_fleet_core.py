@@ -1,6 +1,7 @@
 """The fleet's Redis primitives against a real redis-server: hosts held and let go on the
 server's clock, and the robots.txt lock that a dead process cannot hold for long."""
 
+import time
 import asyncio
 
 import pytest
@@ -193,3 +194,46 @@ def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(ur
     assert queue.pop() is None  # a.example is held until /1 ends
     politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
     assert queue.pop().url == "http://a.example/2"
+
+
+def test_the_shared_queue_makes_a_push_and_a_pop_a_request_and_no_call_at_its_end(url):
+    """Each call of the queue is a synchronous round trip on the reactor's thread: a
+    request costs its push and its pop; its end rides on the next pop."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    class Counting(redis.Redis):
+        calls = 0
+
+        def execute_command(self, *args, **options):
+            if args[0] in ("EVALSHA", "EVAL"):  # the scripts; loading one is not a call
+                Counting.calls += 1
+            return super().execute_command(*args, **options)
+
+    crawler = get_crawler()
+    crawler.spider = crawler._create_spider("queue")
+    server = Counting.from_url(url)
+    queue = HostReadyRedisQueue(server, crawler.spider, "calls", picklecompat)
+    queue.clear()
+    polite = politeness(crawler)
+    polite.floor = lambda unit: 0.001  # every end is told: the unit is ready 1 ms later
+    # Warm up: the first call of a script loads it into Redis and calls it again.
+    queue.push(Request("http://a.example/warm", meta={"download_slot": "a.example"}))
+    polite.finished(queue.pop(), reached=True)
+    Counting.calls = 0
+    for n in range(10):
+        queue.push(Request(f"http://a.example/{n}", meta={"download_slot": "a.example"}))
+    for _ in range(10):
+        time.sleep(0.01)
+        request = queue.pop()
+        assert request is not None
+        polite.finished(request, reached=True)
+    time.sleep(0.01)
+    assert queue.pop() is None
+    assert Counting.calls == 10 + 10 + 1  # pushes, pops, the last pop that found none
+    assert queue._ends == []  # every end told
+    queue.clear()

@@ -22,8 +22,10 @@ second: another process may push a ready one meanwhile; see :mod:`._waker`):
 
 So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
-synchronous round trip to the scrapy-redis Redis (``REDIS_URL``); its key names add
-suffixes to scrapy-redis's queue key.
+synchronous round trip to the scrapy-redis Redis (``REDIS_URL``): a push and a pop a
+request, the ends of requests told by the next pop (the engine asks for one as soon
+as a request ends), and pops that find no unit ready only as often as waking on
+time needs.  Its key names add suffixes to scrapy-redis's queue key.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
 from ..._settings import LEASE_MARGIN
@@ -56,8 +59,24 @@ redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2])
 return 1
 """
 )
+#: The ends of this process's requests since its last call, applied before a pop
+#: (or alone, at the close): from ARGV[first] on, groups of four: the unit, its floor
+#: (microseconds), whether the floor is known (1) or the request was dropped before
+#: the site saw it (0), and in how many microseconds from now the unit is ready (its
+#: floor after the request's end, or the end of its hold; less than 0: already).
+#: KEYS[1] = hosts zset, KEYS[3] = floors hash.
+_ENDS = """
+for i = first, #ARGV, 4 do
+  if ARGV[i + 2] == '1' then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+  local ready = now + tonumber(ARGV[i + 3])
+  redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', ready), ARGV[i])
+end
+"""
+#: KEYS = hosts zset, count, floors hash; ARGV = the ends (see _ENDS).
+_ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
 #: KEYS = hosts zset, count, floors hash, takers hash, processes zset; ARGV = list key
-#: prefix, lease, this process's id, turn (microseconds).  Returns {request or false,
+#: prefix, lease, this process's id, turn (microseconds), then the ends of this
+#: process's requests since its last call (see _ENDS).  Returns {request or false,
 #: microseconds until the next unit is ready or false}.  A unit whose list the pop
 #: empties keeps its place (and its hold): a request pushed for it meanwhile waits for
 #: the hold too.  A ready unit with an empty list is dropped from the set when a pop
@@ -66,6 +85,8 @@ return 1
 #: is ready; its own request's end would otherwise always make it the first to ask.
 _POP = (
     _NOW
+    + "local first = 5\n"
+    + _ENDS
     + """
 redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', now - 5000000))
@@ -104,23 +125,6 @@ if not soonest then return {false, false} end
 return {false, string.format('%.0f', soonest)}
 """
 )
-#: KEYS = hosts zset, floors hash; ARGV = host, floor (microseconds), whether the
-#: floor is known (1) or the request was dropped before the site saw it (0: the host
-#: was ready when it was taken, so it is ready again now), how much longer the host
-#: is held (microseconds: it asked to slow down).
-_ENDED = (
-    _NOW
-    + """
-local wait = 0
-if ARGV[3] == '1' then
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  wait = tonumber(ARGV[2])
-end
-wait = math.max(wait, tonumber(ARGV[4]))
-redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', now + wait), ARGV[1])
-return 1
-"""
-)
 
 
 #: When no unit is ready, the engine looks again after at most this long (seconds,
@@ -154,7 +158,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         }
         self._reported: set[str] = set()  # units without a floor, already said so
         self._waker = EngineWaker(self.crawler)
+        # The ends of this process's requests, for its next call: (unit, floor, floor
+        # known, when).
+        self._ends: list[tuple[str, float, bool, float]] = []
         self.politeness.on_finished.append(self._finished)
+        self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
 
     def __len__(self) -> int:
         return int(self.server.get(self._count_key) or 0)
@@ -175,7 +183,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._processes_key,
         ]
         args = [self._list_prefix, self._lease, self._id, int(TURN * 1_000_000)]
-        data, wait = self._scripts["pop"](keys=keys, args=args)
+        data, wait = self._scripts["pop"](keys=keys, args=[*args, *self._told_ends()])
         if not data:
             if wait is not None:
                 self._waker.wake_in(min(int(wait) / 1_000_000, MAX_WAKE))
@@ -200,9 +208,27 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ended(unit, floor, known=True)
 
     def _ended(self, unit: str, floor: float, known: bool) -> None:
-        held = max(self.politeness.held_until(unit) - self.politeness.now(), 0.0)
-        args = [unit, int(floor * 1_000_000), int(known), int(held * 1_000_000)]
-        self._scripts["ended"](keys=[self._hosts_key, self._floors_key], args=args)
+        """Note the end of a request of *unit* (now), for the next pop to tell Redis:
+        the engine asks for a request as soon as one ends, so that pop is at hand, and
+        the end costs no call of its own."""
+        self._ends.append((unit, floor, known, self.politeness.now()))
+
+    def _told_ends(self) -> list[str | int]:
+        """The ends noted since the last call, as the scripts take them (_ENDS)."""
+        now = self.politeness.now()
+        told: list[str | int] = []
+        for unit, floor, known, ended in self._ends:
+            ready = max(ended + floor, self.politeness.held_until(unit))
+            told += [unit, int(floor * 1_000_000), int(known), int((ready - now) * 1_000_000)]
+        self._ends = []
+        return told
+
+    def _flush(self, spider: Any = None) -> None:
+        """Tell Redis the ends no pop took (the crawl closes): the other processes
+        would otherwise wait for this one's units until their leases end."""
+        if self._ends:
+            keys = [self._hosts_key, self._count_key, self._floors_key]
+            self._scripts["ended"](keys=keys, args=self._told_ends())
 
     def clear(self) -> None:
         units = self.server.zrange(self._hosts_key, 0, -1)
