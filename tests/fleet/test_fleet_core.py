@@ -1,7 +1,6 @@
 """The fleet's Redis primitives against a real redis-server: hosts held and let go on the
 server's clock, and the robots.txt lock that a dead process cannot hold for long."""
 
-import time
 import asyncio
 
 import pytest
@@ -171,7 +170,8 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
     assert left == 0  # the unreadable ones are deleted
 
 
-def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(url):
+@pytest_twisted.ensureDeferred
+async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(url):
     """A request pushed for a host whose only request is out waits for that one to
     end (a host whose floor is not known yet goes one at a time, fleet-wide)."""
     from scrapy import Request
@@ -185,6 +185,7 @@ def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(ur
     crawler.spider = crawler._create_spider("queue")
     server = redis.Redis.from_url(url)
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
+    queue.clear()  # an earlier run's process would take turns with this one
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
     first = queue.pop()
     assert first.url == "http://a.example/1"  # the host's list is now empty
@@ -193,12 +194,15 @@ def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(ur
     assert queue.pop().url == "http://b.example/1"
     assert queue.pop() is None  # a.example is held until /1 ends
     politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
+    await on_loop(asyncio.sleep(0.05))  # the end is told to Redis asynchronously
     assert queue.pop().url == "http://a.example/2"
 
 
-def test_the_shared_queue_makes_a_push_and_a_pop_a_request_and_no_call_at_its_end(url):
-    """Each call of the queue is a synchronous round trip on the reactor's thread: a
-    request costs its push and its pop; its end rides on the next pop."""
+@pytest_twisted.ensureDeferred
+async def test_the_shared_queue_makes_a_push_and_a_pop_a_request_and_no_call_at_its_end(url):
+    """Each synchronous call of the queue blocks the reactor for a round trip: a
+    request costs its push and its pop; its end is told asynchronously (or, without
+    an event loop, with the next pop)."""
     from scrapy import Request
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
@@ -221,19 +225,21 @@ def test_the_shared_queue_makes_a_push_and_a_pop_a_request_and_no_call_at_its_en
     queue.clear()
     polite = politeness(crawler)
     polite.floor = lambda unit: 0.001  # every end is told: the unit is ready 1 ms later
-    # Warm up: the first call of a script loads it into Redis and calls it again.
-    queue.push(Request("http://a.example/warm", meta={"download_slot": "a.example"}))
-    polite.finished(queue.pop(), reached=True)
+
+    async def crawl(requests):
+        for n in range(requests):
+            queue.push(Request(f"http://a.example/{n}", meta={"download_slot": "a.example"}))
+        for _ in range(requests):
+            await asyncio.sleep(0.02)  # the end told, and its 1 ms passed
+            request = queue.pop()
+            assert request is not None
+            polite.finished(request, reached=True)
+
+    await on_loop(crawl(1))  # warm up: a script's first call loads it and calls again
     Counting.calls = 0
-    for n in range(10):
-        queue.push(Request(f"http://a.example/{n}", meta={"download_slot": "a.example"}))
-    for _ in range(10):
-        time.sleep(0.01)
-        request = queue.pop()
-        assert request is not None
-        polite.finished(request, reached=True)
-    time.sleep(0.01)
+    await on_loop(crawl(10))
+    await on_loop(asyncio.sleep(0.02))
+    queue._none_before = 0.0  # ask Redis, whatever the last answer said
     assert queue.pop() is None
     assert Counting.calls == 10 + 10 + 1  # pushes, pops, the last pop that found none
-    assert queue._ends == []  # every end told
     queue.clear()

@@ -84,7 +84,7 @@ class CrawlDelayGate:
         robots = bool(meta.get(META_ROBOTS))
         wait = polite.ready_at(key, robots) - polite.now()
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED)
-        if wait > 0 and not waits_here:
+        if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
         meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to
         if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):

@@ -61,6 +61,10 @@ class Politeness:
         self.floor: Callable[[str], float] = _no_floor
         self.held_until: Callable[[str], float] = _never_held
         self.max_floor = 0.0
+        #: A request handed out as ready that must wait longer than this (seconds) is
+        #: handed back to the scheduler rather than hold a place; a queue whose push
+        #: and pop block on a network (a fleet's) raises it: waiting is cheaper there.
+        self.requeue_after = 0.0
         self.now: Callable[[], float] = time.monotonic
         self._in_progress: dict[str, int] = {}  # unit key -> requests started, not ended
         self._last_end: dict[str, float] = {}

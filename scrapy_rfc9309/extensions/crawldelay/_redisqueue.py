@@ -30,14 +30,19 @@ time needs.  Its key names add suffixes to scrapy-redis's queue key.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import ssl
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
+from ..._redis import PipelinedRedis, RedisAddress, RedisReplyError
 from ..._settings import LEASE_MARGIN
 from ._politeness import politeness
+from ._pqueue import HORIZON
 from ._waker import EngineWaker
 
 if TYPE_CHECKING:
@@ -77,12 +82,13 @@ _ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
 #: KEYS = hosts zset, count, floors hash, takers hash, processes zset; ARGV = list key
 #: prefix, lease, this process's id, turn (microseconds), then the ends of this
 #: process's requests since its last call (see _ENDS).  Returns {request or false,
-#: microseconds until the next unit is ready or false}.  A unit whose list the pop
-#: empties keeps its place (and its hold): a request pushed for it meanwhile waits for
-#: the hold too.  A ready unit with an empty list is dropped from the set when a pop
-#: meets it.  Turns: while other processes pop too (seen in the last 5 s), the process
-#: that took a unit's last request may take the next one only ``turn`` after the unit
-#: is ready; its own request's end would otherwise always make it the first to ask.
+#: microseconds until the next unit is ready or false, the requests left}.  A unit
+#: whose list the pop empties keeps its place (and its hold): a request pushed for it
+#: meanwhile waits for the hold too.  A ready unit with an empty list is dropped from
+#: the set when a pop meets it.  Turns: while other processes pop too (seen in the last
+#: 5 s), the process that took a unit's last request may take the next one only
+#: ``turn`` after the unit is ready; its own request's end would otherwise always make
+#: it the first to ask.
 _POP = (
     _NOW
     + "local first = 5\n"
@@ -109,7 +115,7 @@ for i = 1, #ready, 2 do
       local until_ = now
       if floor ~= 0 then until_ = now + tonumber(ARGV[2]) end
       redis.call('ZADD', KEYS[1], string.format('%.0f', until_), host)
-      return {data, false}
+      return {data, false, redis.call('GET', KEYS[2])}
     end
     redis.call('ZREM', KEYS[1], host)
     redis.call('HDEL', KEYS[4], host)
@@ -121,11 +127,14 @@ if #next > 0 then
   local wait = tonumber(next[2]) - now
   if not soonest or wait < soonest then soonest = wait end
 end
-if not soonest then return {false, false} end
-return {false, string.format('%.0f', soonest)}
+local count = redis.call('GET', KEYS[2])
+if not soonest then return {false, false, count} end
+return {false, string.format('%.0f', soonest), count}
 """
 )
 
+
+logger = logging.getLogger(__name__)
 
 #: When no unit is ready, the engine looks again after at most this long (seconds,
 #: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
@@ -133,6 +142,43 @@ MAX_WAKE = 0.5
 #: How long the process that took a unit's last request lets the others take the next
 #: one first (seconds): longer than they take to look (see MAX_WAKE).
 TURN = 1.0
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _async_client(server: Any) -> PipelinedRedis | None:
+    """A pipelined asynchronous client to the Redis redis-py's *server* talks to, if
+    it connects the way this package's client can (TCP, Unix socket, TLS with the
+    default certificate checks)."""
+    import redis
+
+    pool = server.connection_pool
+    kwargs, kind = pool.connection_kwargs, pool.connection_class
+    tls = None
+    if kind is redis.SSLConnection:
+        if any(kwargs.get(name) for name in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")):
+            return None
+        tls = ssl.create_default_context()
+    elif kind not in (redis.Connection, redis.UnixDomainSocketConnection):
+        return None
+    return PipelinedRedis(
+        RedisAddress(
+            host=kwargs.get("host") or "localhost",
+            port=int(kwargs.get("port") or 6379),
+            path=kwargs.get("path"),
+            tls=tls,
+            username=kwargs.get("username"),
+            password=kwargs.get("password"),
+            db=int(kwargs.get("db") or 0),
+            timeout=5.0,
+        )
+    )
 
 
 class HostReadyRedisQueue(Base):  # type: ignore[misc]
@@ -143,6 +189,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         super().__init__(server, spider, key, serializer)
         self.crawler = spider.crawler
         self.politeness = politeness(self.crawler)
+        # A request handed back would cost a push and a pop on the network: it waits
+        # in the gate instead, unless it would wait longer than the engine's turn.
+        self.politeness.requeue_after = HORIZON
         self._hosts_key = f"{self.key}:hosts"
         self._count_key = f"{self.key}:count"
         self._floors_key = f"{self.key}:floors"
@@ -158,16 +207,31 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         }
         self._reported: set[str] = set()  # units without a floor, already said so
         self._waker = EngineWaker(self.crawler)
+        # What the last call said: no unit ready before then, and the requests left.
+        self._none_before = 0.0
+        self._left, self._counted_at = 0, -MAX_WAKE
         # The ends of this process's requests, for its next call: (unit, floor, floor
         # known, when).
         self._ends: list[tuple[str, float, bool, float]] = []
+        self._client = _async_client(server)
+        self._calls: set[asyncio.Future[None]] = set()  # kept until done
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
 
     def __len__(self) -> int:
-        return int(self.server.get(self._count_key) or 0)
+        """The requests in the fleet's queue: as the last call saw them, if it was
+        less than :data:`MAX_WAKE` ago (Scrapy asks after every request), else asked."""
+        now = self.politeness.now()
+        if now - self._counted_at > MAX_WAKE:
+            self._count(self.server.get(self._count_key), now)
+        return self._left
+
+    def _count(self, count: Any, now: float) -> None:
+        self._left, self._counted_at = int(count or 0), now
 
     def push(self, request: Request) -> None:
+        self._none_before = 0.0  # its unit may be ready now
+        self._left += 1
         keys = [self._hosts_key, self._count_key]
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
@@ -182,11 +246,19 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._takers_key,
             self._processes_key,
         ]
+        now = self.politeness.now()
+        if now < self._none_before and not self._ends:
+            return None  # Redis said nothing is ready before then, and nothing changed here
         args = [self._list_prefix, self._lease, self._id, int(TURN * 1_000_000)]
-        data, wait = self._scripts["pop"](keys=keys, args=[*args, *self._told_ends()])
+        data, wait, count = self._scripts["pop"](keys=keys, args=[*args, *self._told_ends()])
+        self._count(count, now)
         if not data:
+            # Nothing ready here before then (another process may push one): the
+            # engine asks again after every request, which would be a call each.
+            seconds = min(int(wait) / 1_000_000, MAX_WAKE) if wait is not None else MAX_WAKE
+            self._none_before = now + seconds
             if wait is not None:
-                self._waker.wake_in(min(int(wait) / 1_000_000, MAX_WAKE))
+                self._waker.wake_in(seconds)
             return None
         request = request_from_dict(self.serializer.loads(data), spider=self.spider)
         self.politeness.released(request, self.politeness.unit(request))
@@ -208,10 +280,33 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ended(unit, floor, known=True)
 
     def _ended(self, unit: str, floor: float, known: bool) -> None:
-        """Note the end of a request of *unit* (now), for the next pop to tell Redis:
-        the engine asks for a request as soon as one ends, so that pop is at hand, and
-        the end costs no call of its own."""
-        self._ends.append((unit, floor, known, self.politeness.now()))
+        """Tell Redis a request of *unit* ended now, without blocking the reactor:
+        through a pipelined asynchronous connection to the queue's Redis; or, when
+        that client cannot reach it as redis-py does (custom TLS settings), with the
+        next pop (the engine asks for a request as soon as one ends)."""
+        now = self.politeness.now()
+        self._ends.append((unit, floor, known, now))
+        # The unit may be ready for this process before Redis said another would be.
+        ready = max(now + floor, self.politeness.held_until(unit))
+        self._none_before = min(self._none_before, ready)
+        if self._client is not None and _loop_running():
+            keys = [self._hosts_key, self._count_key, self._floors_key]
+            call = asyncio.ensure_future(self._tell(keys, self._told_ends()))
+            self._calls.add(call)
+            call.add_done_callback(self._calls.discard)
+
+    async def _tell(self, keys: list[str], ends: list[str | int]) -> None:
+        assert self._client is not None
+        sha = self._scripts["ended"].sha
+        try:
+            try:
+                await self._client.call("EVALSHA", sha, len(keys), *keys, *ends)
+            except RedisReplyError as exc:
+                if not str(exc).startswith("NOSCRIPT"):
+                    raise
+                await self._client.call("EVAL", _ENDED, len(keys), *keys, *ends)
+        except Exception as exc:  # the unit's lease ends its hold all the same
+            logger.warning("The shared queue could not tell Redis a request ended: %s", exc)
 
     def _told_ends(self) -> list[str | int]:
         """The ends noted since the last call, as the scripts take them (_ENDS)."""

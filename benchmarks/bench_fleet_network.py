@@ -1,0 +1,277 @@
+"""A fleet through a network: what each page costs the reactor in Redis calls.
+
+Run from the repository root:  ``python benchmarks/bench_fleet_network.py``  (needs
+``redis-server``)
+
+Three scrapy-redis crawler processes (scrapy-redis's scheduler and dupefilter, the
+add-on, ``FLEET_REDIS_URL``) crawl 200 loopback hosts, each with ``Crawl-delay: 1``
+and 2 pages, through one redis-server reached over a TCP proxy that adds a chosen
+round-trip time (half each way, order kept).  For the project's shared queue
+(``HostReadyRedisQueue``) and scrapy-redis's ``PriorityQueue`` side by side, at each
+round-trip time, printed per page: the synchronous Redis calls (redis-py, on the
+reactor's thread: each blocks it for a round trip; the dupefilter's aside, the same
+in both), the asynchronous ones (the fleet's pipelined client: spacing, robots.txt,
+budgets; they block nothing), the reactor time blocked, its share of the crawl's
+wall time, and the smallest gap between two requests to one host at the site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+
+QUEUES = {
+    "HostReadyRedisQueue": "scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+    "scrapy-redis PriorityQueue": "scrapy_redis.queue.PriorityQueue",
+}
+HOSTS = 200
+PAGES = 2
+
+
+class DelayProxy:
+    """A TCP proxy on 127.0.0.1 to *target*, each chunk forwarded *rtt* / 2 seconds
+    after it arrived, in order: a network between the crawlers and Redis."""
+
+    def __init__(self, target: tuple[str, int], rtt: float) -> None:
+        self.target, self.delay = target, rtt / 2
+        self.port = 0
+        ready = threading.Event()
+        threading.Thread(target=self._run, args=(ready,), daemon=True).start()
+        ready.wait(10)
+
+    def _run(self, ready: threading.Event) -> None:
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+            async def send() -> None:
+                while True:
+                    due, chunk = await queue.get()
+                    if not chunk:
+                        break
+                    await asyncio.sleep(max(due - time.monotonic(), 0))
+                    writer.write(chunk)
+                    await writer.drain()
+                writer.close()
+
+            sender = asyncio.ensure_future(send())
+            try:
+                while chunk := await reader.read(65536):
+                    queue.put_nowait((time.monotonic() + self.delay, chunk))
+            except ConnectionError:
+                pass
+            queue.put_nowait((0.0, b""))
+            await sender
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        async def main() -> None:
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            self.port = server.sockets[0].getsockname()[1]
+            ready.set()
+            await asyncio.Event().wait()
+
+        asyncio.run(main())
+
+
+def crawl_process(settings: dict[str, object]) -> None:
+    """One crawler of the fleet (a scrapy-redis ``RedisSpider``), counting the Redis
+    calls; the last line printed is what it counted, as JSON."""
+    import redis
+    from scrapy.crawler import CrawlerProcess
+    from scrapy_redis.spiders import RedisSpider
+
+    from scrapy_rfc9309._redis import PipelinedRedis
+
+    counted = {"sync": 0, "sync_seconds": 0.0, "dupefilter": 0, "async": 0}
+    kinds: dict[str, int] = {}
+    main_thread = threading.main_thread()
+    execute = redis.Redis.execute_command
+
+    def timed(self, *args, **options):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is not main_thread:
+            return execute(self, *args, **options)
+        start = time.perf_counter()
+        try:
+            return execute(self, *args, **options)
+        finally:
+            if any(b"dupefilter" in str(arg).encode() for arg in args[1:2]):
+                counted["dupefilter"] += 1
+            else:
+                counted["sync"] += 1
+                counted["sync_seconds"] += time.perf_counter() - start
+                script = (
+                    {2: "push", 3: "ends", 5: "pop"}.get(args[2]) if args[0] == "EVALSHA" else None
+                )
+                name = f"script {script}" if script else f"{args[0]} {args[1:2]}"
+                kinds[name] = kinds.get(name, 0) + 1
+
+    redis.Redis.execute_command = timed  # type: ignore[method-assign]
+    call = PipelinedRedis.call
+
+    async def counting(self, *args):  # type: ignore[no-untyped-def]
+        counted["async"] += 1
+        return await call(self, *args)
+
+    PipelinedRedis.call = counting  # type: ignore[method-assign]
+    pipeline_execute = redis.client.Pipeline.execute
+
+    def timed_pipeline(self, *args, **options):  # type: ignore[no-untyped-def]
+        # One round trip for all its commands (scrapy-redis's queues pop so).
+        start = time.perf_counter()
+        try:
+            return pipeline_execute(self, *args, **options)
+        finally:
+            counted["sync"] += 1
+            counted["sync_seconds"] += time.perf_counter() - start
+            kinds["pipeline"] = kinds.get("pipeline", 0) + 1
+
+    redis.client.Pipeline.execute = timed_pipeline  # type: ignore[method-assign]
+
+    class Pages(RedisSpider):
+        name = "pages"
+        redis_key = "pages:start_urls"
+        max_idle_time = 2
+        pages = 0
+
+        def parse(self, response):  # type: ignore[no-untyped-def]
+            Pages.pages += 1
+
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(Pages)
+    process.crawl(crawler)
+    start = time.perf_counter()
+    process.start()
+    counted["wall"] = time.perf_counter() - start
+    counted["pages"] = Pages.pages
+    kinds["requeued"] = crawler.stats.get_value("crawldelay/requeued", 0)
+    print(json.dumps(kinds), file=sys.stderr)  # the synchronous calls by kind
+    print(json.dumps(counted))
+
+
+def run(
+    queue: str, rtt: float, redis_port: int, processes: int, breakdown: bool
+) -> dict[str, float]:
+    import redis
+
+    from tests.broad_site import BroadSite, addresses
+
+    def respond(host, path, headers):  # type: ignore[no-untyped-def]
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nCrawl-delay: 1\n"
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(HOSTS, first=600), respond)
+    proxy = DelayProxy(("127.0.0.1", redis_port), rtt / 1000)
+    url = f"redis://127.0.0.1:{proxy.port}/3"
+    server = redis.Redis(port=redis_port, db=3)
+    server.flushdb()
+    server.rpush(
+        "pages:start_urls",
+        *(
+            json.dumps({"url": site.url(host, f"/p/{n}")})
+            for n in range(PAGES)
+            for host in site.hosts
+        ),
+    )
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_QUEUE_CLASS": QUEUES[queue],
+        "REDIS_URL": url,
+        "FLEET_REDIS_URL": url,
+        "REDIS_START_URLS_BATCH_SIZE": 16,
+        "CONCURRENT_REQUESTS": 32,
+        "LOG_LEVEL": "ERROR",
+        "TELNETCONSOLE_ENABLED": False,
+        "RFC9309_PERSISTENT_CACHE": False,
+    }
+    try:
+        fleet = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--crawl", json.dumps(settings)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=None if breakdown else subprocess.DEVNULL,
+                text=True,
+            )
+            for _ in range(processes)
+        ]
+        results = [
+            json.loads(p.communicate(timeout=600)[0].strip().splitlines()[-1]) for p in fleet
+        ]
+    finally:
+        site.close()
+    pages = sum(r["pages"] for r in results)
+    gaps = [
+        later - earlier
+        for hits in site.arrivals.values()
+        for (earlier, _), (later, _) in itertools.pairwise(sorted(hits))
+    ]
+    return {
+        "pages": pages,
+        "per process": [r["pages"] for r in results],
+        "sync": sum(r["sync"] for r in results) / pages,
+        "async": sum(r["async"] for r in results) / pages,
+        "blocked_ms": 1000 * sum(r["sync_seconds"] for r in results) / pages,
+        "share": sum(r["sync_seconds"] for r in results) / sum(r["wall"] for r in results),
+        "min_gap": min(gaps),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rtt", type=float, nargs="+", default=[0, 1, 5], help="milliseconds")
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument(
+        "--breakdown", action="store_true", help="each process's synchronous calls by kind"
+    )
+    parser.add_argument("--crawl", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.crawl:
+        crawl_process(json.loads(args.crawl))
+        return
+    import bench_budget
+
+    redis_process, redis_url = bench_budget.start_redis()
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    print(
+        f"{args.processes} processes, {HOSTS} hosts x {PAGES} pages, Crawl-delay 1, Redis behind"
+        " a proxy adding the round-trip time; per page: Redis calls blocking the reactor"
+        " (dupefilter aside) and not, reactor time blocked; its share of wall time;"
+        " the smallest gap at a host (robots.txt included)"
+    )
+    print(
+        f"{'RTT':>5} {'queue':<27} {'pages':>5} {'per process':>13} {'blocking':>9}"
+        f" {'async':>6} {'blocked':>9} {'share':>6} {'min gap':>8}"
+    )
+    try:
+        for rtt in args.rtt:
+            for queue in QUEUES:
+                r = run(queue, rtt, port, args.processes, args.breakdown)
+                spread = "/".join(str(n) for n in r["per process"])
+                print(
+                    f"{rtt:>3g}ms {queue:<27} {r['pages']:>5} {spread:>13} {r['sync']:>9.2f}"
+                    f" {r['async']:>6.2f} {r['blocked_ms']:>7.2f}ms {r['share']:>6.1%}"
+                    f" {r['min_gap']:>7.3f}s"
+                )
+    finally:
+        redis_process.terminate()
+
+
+if __name__ == "__main__":
+    main()
