@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from .._redis import PipelinedRedis, address_from_url
+
+
+def unit_key(prefix: str, unit: str) -> str:
+    """The key of politeness unit *unit* under *prefix*: ``prefix:{unit}``.  The
+    braces make the unit the key's hash tag: a Redis Cluster keeps every key of one
+    unit on one shard, and spreads the units over the shards."""
+    return f"{prefix}:{{{unit}}}"
+
+
+def authority_key(prefix: str, authority: str) -> str:
+    """The key of *authority*'s robots.txt under *prefix*, tagged with its host (see
+    :func:`unit_key`): ``prefix:{host}:scheme://host:port``."""
+    return f"{unit_key(prefix, urlsplit(authority).hostname or '')}:{authority}"
 
 
 def fleet_client(url: str, timeout: float) -> PipelinedRedis:

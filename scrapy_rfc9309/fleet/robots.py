@@ -1,12 +1,13 @@
 """robots.txt shared by a fleet of crawler processes, in Redis: one fetch per authority
 per cache lifetime for the whole fleet.
 
-Keys (each call names one key: safe for Redis Cluster):
+Keys (tagged with the authority's host, see :func:`~scrapy_rfc9309.fleet.authority_key`:
+a call's keys are on one Redis Cluster shard):
 
-* ``{prefix}:{authority}``: the outcome of the last fetch, as JSON (``outcome``,
+* ``{prefix}:{host}:{authority}``: the outcome of the last fetch, as JSON (``outcome``,
   ``status``, and for a 2xx the body as read, at most ``RFC9309_MAX_BYTES``), expiring
   when the fetching process's cache entry does;
-* ``{prefix}:lock:{authority}``: held by the process fetching it, with an expiry, so
+* ``{prefix}:lock:{host}:{authority}``: held by the process fetching it, with an expiry, so
   that a process killed mid-fetch blocks the others no longer than that.
 
 Pure asyncio: no Scrapy, no Twisted.
@@ -20,7 +21,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from . import fleet_client
+from . import authority_key, fleet_client
 
 _GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
 # Publish the entry and release the lock, if this process still holds it.
@@ -76,7 +77,8 @@ class SharedRobots:
 
     async def get(self, authority: str) -> SharedFetch | None:
         """The fleet's current result for *authority*, if any."""
-        data, ttl_ms = await self._call("EVAL", _GET, 1, f"{self.prefix}:{authority}")
+        key = authority_key(self.prefix, authority)
+        data, ttl_ms = await self._call("EVAL", _GET, 1, key)
         if data is None or int(ttl_ms) <= 0:
             return None
         return SharedFetch.decode(data, int(ttl_ms) / 1000)
@@ -84,17 +86,22 @@ class SharedRobots:
     async def lock(self, authority: str, seconds: float) -> str | None:
         """A token if this process may fetch *authority* now (for at most *seconds*)."""
         token = secrets.token_hex(8)
-        key = f"{self.prefix}:lock:{authority}"
+        key = authority_key(f"{self.prefix}:lock", authority)
         reply = await self._call("SET", key, token, "NX", "PX", max(int(seconds * 1000), 1))
         return token if reply == "OK" else None
 
     async def release(self, authority: str, token: str) -> None:
         """Give up the lock taken with *token* without publishing."""
-        await self._call("EVAL", _RELEASE, 1, f"{self.prefix}:lock:{authority}", token)
+        key = authority_key(f"{self.prefix}:lock", authority)
+        await self._call("EVAL", _RELEASE, 1, key, token)
 
     async def publish(self, authority: str, fetch: SharedFetch, token: str) -> None:
         """Share *fetch* for its ``ttl`` and release the lock taken with *token*."""
-        keys = (f"{self.prefix}:{authority}", f"{self.prefix}:lock:{authority}")
+        # One hash tag, the host: both keys on one shard of a Redis Cluster.
+        keys = (
+            authority_key(self.prefix, authority),
+            authority_key(f"{self.prefix}:lock", authority),
+        )
         ttl_ms = max(int(fetch.ttl * 1000), 1)
         await self._call("EVAL", _PUBLISH, 2, *keys, fetch.encode(), ttl_ms, token)
 

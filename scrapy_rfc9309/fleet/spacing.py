@@ -1,10 +1,11 @@
 """Request spacing shared by a fleet of crawler processes, in Redis: end to start.
 
-Each floored host has one key, ``{prefix}:{host}`` (one key per call: safe for Redis
-Cluster), holding when the fleet's last request to it ended (``end``), until when a
-process holds it for a request on the wire (``busy``), and the largest floor any
-process asked for (``floor``).  Both calls are atomic scripts on the server's clock
-(``TIME``), so the machines' clocks do not matter:
+Each floored unit has one key, ``{prefix}:{unit}`` (the unit as its hash tag, one key
+per call: a Redis Cluster shards the units), holding when the fleet's last request to
+it ended (``end``), until when a process holds it for a request on the wire
+(``busy``), and the largest floor any process asked for (``floor``).  Both calls are
+atomic scripts on the server's clock (``TIME``), so the machines' clocks do not
+matter:
 
 * ``acquire``: if nobody holds the host and ``floor`` has passed since ``end``, hold
   it for at most ``lease`` seconds and answer 0 (start now); else answer how long to
@@ -26,7 +27,7 @@ import hashlib
 from typing import Any
 
 from .._redis import RedisReplyError
-from . import fleet_client
+from . import fleet_client, unit_key
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 # Numbers are written with %.0f: Lua's own tostring keeps 14 digits, not a microsecond.
@@ -135,7 +136,7 @@ class FleetSpacing:
 
     async def _eval(self, script: str, host: str, *seconds: float) -> int:
         args = [int(value * 1_000_000) for value in seconds]
-        return int(await self._call(script, f"{self.prefix}:{host}", *args))
+        return int(await self._call(script, unit_key(self.prefix, host), *args))
 
     async def _call(self, script: str, key: str, *args: bytes | str | int) -> Any:
         sha = _SHAS[script]

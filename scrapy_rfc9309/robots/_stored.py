@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..fleet import fleet_client
+from ..fleet import authority_key, fleet_client
 
 #: A record is deleted this long after its fetch (seconds): 30 days.
 KEEP_FOR = 30 * 86400.0
@@ -202,7 +202,8 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
 
 class RedisRobotsStore:
     """Stored robots.txt results in the fleet's Redis at *url*: one JSON string per
-    authority, ``{prefix}:{authority}``, expiring :data:`KEEP_FOR` after its fetch."""
+    authority, ``{prefix}:{host}:{authority}`` (its host the hash tag), expiring
+    :data:`KEEP_FOR` after its fetch."""
 
     def __init__(
         self, url: str, max_bytes: int, prefix: str = "rfc9309:robots-kept", timeout: float = 2.0
@@ -213,7 +214,7 @@ class RedisRobotsStore:
         self._redis = fleet_client(url, timeout)
 
     async def get(self, authority: str) -> StoredRobots | None:
-        data = await self._call("GET", f"{self.prefix}:{authority}")
+        data = await self._call("GET", authority_key(self.prefix, authority))
         if data is None:
             return None
         try:
@@ -227,7 +228,7 @@ class RedisRobotsStore:
             if not _valid(record, self.max_bytes) or record.digest() != digest:
                 raise ValueError("damaged")
         except (ValueError, TypeError, KeyError, AttributeError):
-            await self._call("DEL", f"{self.prefix}:{authority}")
+            await self._call("DEL", authority_key(self.prefix, authority))
             return None
         return record
 
@@ -237,7 +238,8 @@ class RedisRobotsStore:
             fields["body"] = base64.b64encode(record.body).decode()
         fields.update(version=SCHEMA_VERSION, digest=record.digest())
         keep_ms = max(int(KEEP_FOR * 1000), 1)
-        await self._call("SET", f"{self.prefix}:{authority}", json.dumps(fields), "PX", keep_ms)
+        key = authority_key(self.prefix, authority)
+        await self._call("SET", key, json.dumps(fields), "PX", keep_ms)
 
     async def _call(self, *args: str | int) -> Any:
         try:

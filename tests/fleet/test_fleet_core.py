@@ -42,7 +42,7 @@ async def test_one_process_at_a_time_holds_a_host_and_the_next_waits_the_floor_a
     assert again == 0
     # On the server's clock: the last hold began (busy - lease) at least the floor
     # after the released request ended.
-    record = redis.Redis.from_url(url).hgetall("rfc9309:spacing:a.example")
+    record = redis.Redis.from_url(url).hgetall("rfc9309:spacing:{a.example}")
     granted = (int(record[b"busy"]) - 30_000_000) / 1e6
     assert granted - int(record[b"end"]) / 1e6 >= 0.5
 
@@ -158,9 +158,11 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
         await store.put("http://b.example", record)
         await store.put("http://c.example", StoredRobots("success", 200, b"x" * 1002, 1e9, 1.0))
         server = redis.Redis.from_url(url)
-        server.set("rfc9309:robots-kept:http://b.example", b'{"version": 1, "body"')
+        server.set("rfc9309:robots-kept:{b.example}:http://b.example", b'{"version": 1, "body"')
         read = [await store.get(f"http://{name}.example") for name in "abcd"]
-        left = server.exists(*(f"rfc9309:robots-kept:http://{n}.example" for n in "bc"))
+        left = server.exists(
+            *(f"rfc9309:robots-kept:{{{n}.example}}:http://{n}.example" for n in "bc")
+        )
         server.close()
         store.close()
         return read, left

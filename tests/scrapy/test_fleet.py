@@ -242,7 +242,9 @@ async def test_a_copy_published_between_a_read_and_the_lock_is_used_not_fetched_
     assert Site.fetches == 0
     assert not fetched.entry.check(f"{authority}/x", "TestBot").allowed
     assert crawler.stats.get_value("fleet/robots_shared") == 1
-    left = redis.Redis.from_url(fleet_redis).exists(f"rfc9309:robots:lock:{authority}")
+    left = redis.Redis.from_url(fleet_redis).exists(
+        f"rfc9309:robots:lock:{{127.0.0.1}}:{authority}"
+    )
     assert left == 0  # the lock taken in vain is let go
 
 

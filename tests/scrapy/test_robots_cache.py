@@ -259,7 +259,8 @@ async def test_a_fleet_keeps_robots_txt_in_its_redis_across_restarts(site, redis
     site.route("/robots.txt", body=ROBOTS)
     urls = [f"{site.url}/page", f"{site.url}/private/x"]
     await crawl(urls, FLEET_REDIS_URL=url)
-    redis.Redis.from_url(url).delete(f"rfc9309:robots:{site.url}")  # the fleet's live copy
+    # The fleet's live copy (its host the hash tag).
+    redis.Redis.from_url(url).delete(f"rfc9309:robots:{{127.0.0.1}}:{site.url}")
     again = await crawl(urls, FLEET_REDIS_URL=url)
     assert site.paths() == ["/robots.txt", "/page", "/page"]
     assert again.stats.get_value("rfc9309/persistent_hit") == 1
