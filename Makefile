@@ -59,7 +59,7 @@ test-newest:
 # Every benchmark and the cross-check, their output written to docs/benchmark-results.md
 # (the file the docs link; commit it when it is refreshed). bench_budget and
 # bench_fleet need redis-server.
-BENCHMARKS := bench_core.py crosscheck.py bench_crawl.py bench_budget.py bench_hostile.py bench_fleet.py
+BENCHMARKS := bench_core.py crosscheck.py bench_crawl.py bench_budget.py bench_hostile.py bench_fleet.py bench_fleet_network.py
 
 bench: $(VENV)/.installed
 	{ echo "# Benchmark results"; echo; \
