@@ -20,6 +20,7 @@ from scrapy_rfc9309._settings import ROBOTS_DEFAULTS, RobotsSettings, with_defau
 from scrapy_rfc9309.downloadermiddlewares.robotstxt._fleet import SharedRobotsFetcher
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from tests.broad_site import BroadSite, addresses
+from tests.delay_proxy import DelayProxy
 from tests.helpers import on_loop
 from tests.server import Route
 
@@ -159,15 +160,20 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) >= 10
 
 
+@pytest.mark.parametrize("rtt", [0.0, 0.001], ids=["loopback", "1ms-network"])
 def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_included(
-    fleet_redis,
+    fleet_redis, rtt
 ):
     """The fleet in a broad crawl: 200 hosts on 127.0.x.y, each with a Crawl-delay,
     robots.txt fetched by whichever process comes first and pages by any: on every
     host's own clock, no two requests closer than the Crawl-delay; each robots.txt
     fetched once; never more pages in progress at the sites than the three processes'
-    places."""
+    places.  Also with Redis a network hop away (a proxy adding 1 ms a round trip)."""
     hosts, pages = 200, 2
+    if rtt:
+        port = int(fleet_redis.rsplit(":", 1)[1].split("/")[0])
+        proxy = DelayProxy(("127.0.0.1", port), rtt)
+        fleet_redis = f"redis://127.0.0.1:{proxy.port}/5"
 
     def respond(host, path, headers):
         if path == "/robots.txt":
