@@ -74,6 +74,11 @@ def crawl_process(settings: dict[str, object]) -> None:
 
     async def counting(self, *args):  # type: ignore[no-untyped-def]
         counted["async"] += 1
+        if args[0] in ("EVALSHA", "EVAL"):
+            name = "async " + str(args[3]).split(":{")[0].split(":")[-1]
+        else:
+            name = f"async {args[0]} " + str(args[1]).split(":{")[0].split(":")[-1]
+        kinds[name] = kinds.get(name, 0) + 1
         return await call(self, *args)
 
     PipelinedRedis.call = counting  # type: ignore[method-assign]
