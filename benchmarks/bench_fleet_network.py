@@ -152,7 +152,7 @@ def run(
         "SCHEDULER_QUEUE_CLASS": QUEUES[queue],
         "REDIS_URL": url,
         "FLEET_REDIS_URL": url,
-        "REDIS_START_URLS_BATCH_SIZE": 16,
+        "REDIS_START_URLS_BATCH_SIZE": 2,  # spread the start URLs over the processes
         "CONCURRENT_REQUESTS": 32,
         "LOG_LEVEL": "ERROR",
         "TELNETCONSOLE_ENABLED": False,
