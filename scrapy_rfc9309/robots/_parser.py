@@ -6,6 +6,7 @@ import functools
 import gc
 import math
 import re
+import threading
 from bisect import bisect_left
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
@@ -208,10 +209,17 @@ def _collector_paused(size: int) -> AbstractContextManager[None]:
     cycle, and every 700 of them set off a collection that walks the young objects,
     now and then all of them: the parse and first check of 25,000 rules "/*<n>*ab"
     take 137 to 146 ms with it running, 83 to 94 paused (best of 8, two runs).  Only
-    when the collector runs changes: it runs again as soon as the block ends.  (A
-    program that disables it on another thread meanwhile finds it enabled again.)
+    when the collector runs changes: it runs again as soon as the block ends.
+
+    Never on another thread than the main one: the collector is the process's, and a
+    worker thread parsing a big file (the robots middleware parses files of 16 KiB or
+    more on one) would pause it for every other site's work on the event loop
+    meanwhile.  (A program that disables it on another thread while a block runs on
+    the main one finds it enabled again.)
     """
     if size <= _PAUSE_COLLECTOR_AT or not gc.isenabled():
+        return nullcontext()
+    if threading.current_thread() is not threading.main_thread():
         return nullcontext()
     return _CollectorPaused()
 

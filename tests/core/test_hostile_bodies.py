@@ -260,3 +260,28 @@ def test_a_long_file_parses_and_compiles_with_the_garbage_collector_paused():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_garbage_collector_is_never_paused_from_a_worker_thread(monkeypatch):
+    """The collector is the process's: a worker thread parsing a long file (as the
+    robots middleware does for files of 16 KiB or more) must not pause it for the
+    event loop's work meanwhile; the main thread pauses it as before."""
+    import threading
+
+    paused_by = []
+    disable = gc.disable
+
+    def recording_disable():
+        paused_by.append(threading.current_thread().name)
+        disable()
+
+    monkeypatch.setattr(gc, "disable", recording_disable)
+    body = hostile_body("Disallow: /*{n}*ab")
+    worker = threading.Thread(
+        target=lambda: RobotsTxt.parse(body).check("/ab123", "bot"), name="worker"
+    )
+    worker.start()
+    worker.join()
+    assert paused_by == []
+    RobotsTxt.parse(body).check("/ab123", "bot")
+    assert paused_by and set(paused_by) == {threading.main_thread().name}
