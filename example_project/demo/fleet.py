@@ -122,12 +122,19 @@ def main() -> None:
     print(report(site, logs))
 
 
+def stat(log: str, name: str) -> int:
+    """The value of the stat *name* in a crawl's closing stats in *log* (0: none)."""
+    match = re.search(rf"'{re.escape(name)}': (\d+)", log)
+    return int(match.group(1)) if match else 0
+
+
 def report(site: DemoSite, logs: list[str]) -> str:
     hits = site.shop.hits
     gaps = [later.time - earlier.time for earlier, later in itertools.pairwise(hits)]
+    # The responses each process got, less its engine wakes (data: URLs, no network).
     responses = [
-        int(match.group(1)) if match else 0
-        for match in (re.search(r"'downloader/response_count': (\d+)", log) for log in logs)
+        stat(log, "downloader/response_count") - stat(log, "crawldelay/engine_wakes")
+        for log in logs
     ]
     lines = [
         "",
