@@ -186,6 +186,7 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     crawler = get_crawler()
     crawler.spider = crawler._create_spider("queue")
     server = redis.Redis.from_url(url)
+    politeness(crawler).tracking = True  # as the gate does: it sees every end
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
     queue.clear()  # an earlier run's process would take turns with this one
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
@@ -226,6 +227,7 @@ async def test_the_shared_queue_makes_a_push_and_a_pop_a_request_and_no_call_at_
     queue = HostReadyRedisQueue(server, crawler.spider, "calls", picklecompat)
     queue.clear()
     polite = politeness(crawler)
+    polite.tracking = True  # as the gate does: it sees every end
     polite.floor = lambda unit: 0.001  # every end is told: the unit is ready 1 ms later
 
     async def crawl(requests):

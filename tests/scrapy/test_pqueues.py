@@ -85,3 +85,20 @@ async def test_a_jobdir_crawl_leaves_the_folders_scrapys_own_queue_leaves(site, 
     assert left[ADDON_QUEUE] == left["scrapy.pqueues.DownloaderAwarePriorityQueue"]
     if scrapy.version_info >= (2, 19):
         assert left[ADDON_QUEUE] == ["active.json"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_the_throttle_the_queue_hands_every_request_out(site):
+    """Named by hand with the throttle off, no gate sees requests end: the queue
+    counts none out (else a host's first request, never seen ending, would hold its
+    host for good and the crawl would hang: a generous guard, not a timing claim)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    crawling = Deferred.fromCoroutine(
+        crawl(
+            [f"{site.url}/p/{n}" for n in range(6)],
+            SCHEDULER_PRIORITY_QUEUE=ADDON_QUEUE,
+            CONCURRENT_REQUESTS_PER_DOMAIN=1,
+        )
+    )
+    crawler = await crawling.addTimeout(60, reactor)
+    assert len(crawler.spider.seen) == 6

@@ -63,6 +63,7 @@ class CrawlDelayGate:
             raise NotConfigured
         self.throttle = throttle
         self.politeness = politeness(crawler)
+        self.politeness.tracking = True
         self.stats = crawler.stats
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
         # Requests waiting for their unit, in the order they came, by unit key.

@@ -66,6 +66,10 @@ class Politeness:
         #: and pop block on a network (a fleet's) raises it: waiting is cheaper there.
         self.requeue_after = 0.0
         self.now: Callable[[], float] = time.monotonic
+        #: Set by the gate: it sees every request end, so the queues may count the
+        #: requests they handed out.  Without it (the throttle off, a queue named by
+        #: hand), they count none: one that never ended would hold its unit for good.
+        self.tracking = False
         self._in_progress: dict[str, int] = {}  # unit key -> requests started, not ended
         self._last_end: dict[str, float] = {}
         self._ends = 0
@@ -145,6 +149,8 @@ class Politeness:
 
     def released(self, request: Request, key: str) -> None:
         """A queue handed *request* (of unit *key*) out."""
+        if not self.tracking:
+            return
         self._released[request] = key
         self.out[key] = self.out.get(key, 0) + 1
 

@@ -249,7 +249,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         now = self.politeness.now()
         if now < self._none_before and not self._ends:
             return None  # Redis said nothing is ready before then, and nothing changed here
-        args = [self._list_prefix, self._lease, self._id, int(TURN * 1_000_000)]
+        # Without the gate no end is seen: a unit is not held for a request's lease.
+        lease = self._lease if self.politeness.tracking else 0
+        args = [self._list_prefix, lease, self._id, int(TURN * 1_000_000)]
         data, wait, count = self._scripts["pop"](keys=keys, args=[*args, *self._told_ends()])
         self._count(count, now)
         if not data:
