@@ -17,11 +17,14 @@ from .robots import product_token
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from .robots import RobotsEntry
+
 #: Scrapy's ``robots_parsed`` signal (Scrapy >= 2.18); with an older Scrapy, a signal
 #: of this package's own that its robots middleware sends and its throttle receives.
 ROBOTS_PARSED: object = getattr(signals, "robots_parsed", object())
 
-#: Request.meta key marking the package's own robots.txt requests.
+#: Request.meta key marking the package's own robots.txt requests: the authority
+#: whose robots.txt they fetch (a redirect's hops included).
 META_ROBOTS = "rfc9309_robots"
 #: Request.meta key set on allowed requests: the robots.txt delay for the crawler, if any.
 META_DELAY = "rfc9309_robots_delay"
@@ -72,9 +75,11 @@ class Offers:
         #: already at hand?" (no fetch): the scheduler's queue hands such requests out
         #: at once, whatever their host's readiness, since they never reach the site.
         self.robots_refuses: Callable[[Request], bool] | None = None
-        #: Called by the robots middleware with an authority whose robots.txt now
-        #: refuses everything (unreachable): queued requests to it are decided.
-        self.on_robots_refusing_all: list[Callable[[str], None]] = []
+        #: Called by the robots middleware when a fetch of an authority's robots.txt
+        #: is over, with the entry it gave (``None``: it failed): the gate lets the
+        #: authority's unit go on, its floor known; the queue hands out at once the
+        #: requests an unreachable robots.txt refuses.
+        self.on_robots_decided: list[Callable[[str, RobotsEntry | None], None]] = []
 
 
 _OFFERS: weakref.WeakKeyDictionary[Crawler, Offers] = weakref.WeakKeyDictionary()

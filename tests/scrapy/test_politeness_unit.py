@@ -75,9 +75,24 @@ def urls():
     return [f"http://{host}/p/{n}" for n in range(2) for host in SUBDOMAINS]
 
 
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+        # Scrapy's own hands out every host's requests at once: the gate alone keeps
+        # the site's spacing, robots.txt fetches included.
+        "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    ],
+    ids=["host-ready-queue", "scrapys-queue"],
+)
 @pytest_twisted.ensureDeferred
-async def test_with_the_domain_as_unit_its_hosts_share_one_crawl_delay(proxy_site):
-    crawler = await crawl(urls(), ADDONS={"scrapy_rfc9309.Addon": 500}, CRAWLDELAY_UNIT="domain")
+async def test_with_the_domain_as_unit_its_hosts_share_one_crawl_delay(proxy_site, queue):
+    crawler = await crawl(
+        urls(),
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        CRAWLDELAY_UNIT="domain",
+        SCHEDULER_PRIORITY_QUEUE=queue,
+    )
     assert len(crawler.spider.seen) == 10
     assert len(proxy_site.arrivals) == 15  # 5 robots.txt, 10 pages
     # One site: every request, robots.txt included, a Crawl-delay after the previous

@@ -264,14 +264,17 @@ class RobotsTxtMiddleware:
         except BaseException as exc:  # cancelled too: never leave the waiters hanging
             for waiter in self._waiters.pop(authority):
                 waiter.errback(exc)
+            self._decided(authority, None)
             raise
         self._store(authority, entry)
         for waiter in self._waiters.pop(authority):
             waiter.callback(entry)
-        if entry.robots is None and not entry.fallback.allowed:  # unreachable: all refused
-            for decided in self._offers.on_robots_refusing_all:
-                decided(authority)
+        self._decided(authority, entry)
         return entry
+
+    def _decided(self, authority: str, entry: RobotsEntry | None) -> None:
+        for decided in self._offers.on_robots_decided:
+            decided(authority, entry)
 
     def _store(self, authority: str, entry: RobotsEntry) -> None:
         """Cache *entry*, then drop the least recently used entries while the cache

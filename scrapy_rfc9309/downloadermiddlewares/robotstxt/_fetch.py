@@ -154,7 +154,9 @@ class RobotsFetcher:
         first: Request | None = None
         while True:
             time_left = plan.time_left(monotonic())
-            request = self._robots_request(plan.url, time_left, None if first else revalidate)
+            request = self._robots_request(
+                authority, plan.url, time_left, None if first else revalidate
+            )
             first = first or request
             if time_left <= 0:  # the redirects so far took all of RFC9309_TIMEOUT
                 self.stats.inc_value("rfc9309/exception_count/TimeoutError")
@@ -220,8 +222,10 @@ class RobotsFetcher:
         return replace(entry, expires_at=entry.fetched_at + wait)
 
     def _robots_request(
-        self, url: str, timeout: float, revalidate: Revalidation | None = None
+        self, authority: str, url: str, timeout: float, revalidate: Revalidation | None = None
     ) -> Request:
+        """A request of ``authority``'s robots.txt fetch: *url*, the file or a hop of
+        a redirect."""
         headers = {}
         if revalidate is not None:
             if revalidate.etag:
@@ -235,7 +239,7 @@ class RobotsFetcher:
             callback=NO_CALLBACK,
             dont_filter=True,
             meta={
-                META_ROBOTS: True,
+                META_ROBOTS: authority,
                 "dont_obey_robotstxt": True,
                 "allow_offsite": True,  # allowed_domains must not turn robots.txt off
                 "dont_redirect": True,  # followed here: hops counted, schemes checked

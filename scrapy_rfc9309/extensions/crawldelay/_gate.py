@@ -64,6 +64,7 @@ class CrawlDelayGate:
         self.throttle = throttle
         self.politeness = politeness(crawler)
         self.politeness.tracking = True
+        offers(crawler).on_robots_decided.append(self.politeness.decided)
         self.stats = crawler.stats
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
         # Requests waiting for their unit, in the order they came, by unit key.
@@ -160,6 +161,9 @@ class CrawlDelayGate:
         if started is None:
             return
         key, fleet = started
+        robots_of = request.meta.get(META_ROBOTS)
+        if robots_of:
+            self.politeness.deciding(key, robots_of)
         self.politeness.ended(key)
         if fleet:
             self.throttle.fleet_release(key)

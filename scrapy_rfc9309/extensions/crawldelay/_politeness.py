@@ -71,6 +71,10 @@ class Politeness:
         #: hand), they count none: one that never ended would hold its unit for good.
         self.tracking = False
         self._in_progress: dict[str, int] = {}  # unit key -> requests started, not ended
+        # robots.txt fetches whose requests ended but whose file is not read yet: by
+        # authority, their requests' units; and how many such a unit waits for.
+        self._deciding: dict[str, list[str]] = {}
+        self._undecided: dict[str, int] = {}
         self._last_end: dict[str, float] = {}
         self._ends = 0
         self._waiters: dict[str, asyncio.Future[None]] = {}
@@ -98,8 +102,8 @@ class Politeness:
         held = self.held_until(key)
         floor = self.floor(key)
         if not floor and not one_at_a_time:
-            return held
-        if self._in_progress.get(key):
+            return held if not self._undecided.get(key) else INFINITY
+        if self._in_progress.get(key) or self._undecided.get(key):
             return INFINITY
         last = self._last_end.get(key)
         return max(held, last + floor if last is not None else 0.0)
@@ -139,6 +143,25 @@ class Politeness:
         self.changed(key)
         for done in self.on_done:
             done(key)
+
+    def deciding(self, key: str, authority: str) -> None:
+        """A request of *authority*'s robots.txt fetch, of unit *key*, ended: until
+        the file is read (:meth:`decided`), the unit's floor is not known, and no
+        request of it starts (another host of the unit, another scheme or port)."""
+        self._deciding.setdefault(authority, []).append(key)
+        self._undecided[key] = self._undecided.get(key, 0) + 1
+
+    def decided(self, authority: str, entry: object = None) -> None:
+        """*authority*'s robots.txt fetch is over: its units go on."""
+        for key in self._deciding.pop(authority, ()):
+            left = self._undecided[key] - 1
+            if left:
+                self._undecided[key] = left
+            else:
+                del self._undecided[key]
+            self.changed(key)
+            for done in self.on_done:
+                done(key)
 
     def _sweep(self, now: float) -> None:
         horizon = now - self.max_floor

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
+    from ...robots import RobotsEntry
+
 __all__ = ["HostReadyPriorityQueue"]
 
 #: A unit ready within this many seconds may have its request handed out before it
@@ -106,7 +108,7 @@ class HostReadyPriorityQueue:
         self.politeness = politeness(crawler)
         self.politeness.on_done.append(self._unpark)
         self._offers = offers(crawler)
-        self._offers.on_robots_refusing_all.append(self._decide)
+        self._offers.on_robots_decided.append(self._decide)
         concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
         self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
@@ -213,9 +215,11 @@ class HostReadyPriorityQueue:
             self.politeness.released(request, unit)
         return request
 
-    def _decide(self, authority: str) -> None:
-        """Every request to *authority* is refused by its robots.txt now (it is
-        unreachable): hand its queued requests out at once, they never reach it."""
+    def _decide(self, authority: str, entry: RobotsEntry | None) -> None:
+        """If every request to *authority* is refused by its robots.txt now (it is
+        unreachable), hand its queued requests out at once: they never reach it."""
+        if entry is None or entry.robots is not None or entry.fallback.allowed:
+            return
         refuses = self._offers.robots_refuses
         unit = self.politeness.unit_of_host(urlsplit(authority).hostname or "")
         queue = self.queues.get(unit)
