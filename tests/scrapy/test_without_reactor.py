@@ -78,3 +78,24 @@ def test_a_retry_after_holds_the_host(site, mode):
     pages = starts(site, "/p/")
     assert len(pages) == 4  # the 429, its retry, two more
     assert pages[1] - pages[0] >= 1.0
+
+
+def test_a_broad_crawl_keeps_every_hosts_crawl_delay(mode):
+    """100 hosts on 127.0.x.y crawled at once, each with a Crawl-delay: on every
+    host's own clock, no two requests (robots.txt included) closer than it."""
+    from tests.broad_site import BroadSite, addresses
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nCrawl-delay: 0.3\n"
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(100, first=900), respond, page_time=0.02)
+    try:
+        urls = [site.url(host, f"/p/{n}") for n in range(2) for host in site.hosts]
+        run(mode, urls, CONCURRENT_REQUESTS=32)
+    finally:
+        site.close()
+    gaps = site.gaps()
+    assert len(gaps) == 100 * 2  # robots.txt, then each page
+    assert min(gap for gap, *_ in gaps) >= 0.3
