@@ -319,7 +319,7 @@ class CrawlDelaySettings:
         default_delay, slot_delays = configured_delays(settings)
         return cls(
             max_delay=max_delay,
-            unit=choice(settings, "CRAWLDELAY_UNIT", ("host", "domain")),
+            unit=choice(settings, "CRAWLDELAY_UNIT", CRAWLDELAY_UNITS),
             fleet_url=fleet_url(settings),
             lease=settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN,
             backoff=BackoffSettings.from_settings(settings),
@@ -409,6 +409,9 @@ BUDGET_DEFAULTS: dict[str, Any] = {
     "DOMAINBUDGET_ON_STORAGE_ERROR": "allow",
 }
 
+
+#: What a floor may space (``CRAWLDELAY_UNIT``).
+CRAWLDELAY_UNITS = ("host", "domain")
 
 CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,

@@ -215,6 +215,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends: list[tuple[str, float, bool, float]] = []
         self._client = _async_client(server)
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
+        self._tell_failed = False
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
 
@@ -308,7 +309,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                     raise
                 await self._client.call("EVAL", _ENDED, len(keys), *keys, *ends)
         except Exception as exc:  # the unit's lease ends its hold all the same
-            logger.warning("The shared queue could not tell Redis a request ended: %s", exc)
+            if not self._tell_failed:
+                self._tell_failed = True
+                logger.warning(
+                    "The shared queue could not tell Redis a request ended (%s): its "
+                    "unit is held for the request's lease (said once)",
+                    exc,
+                )
 
     def _told_ends(self) -> list[str | int]:
         """The ends noted since the last call, as the scripts take them (_ENDS)."""

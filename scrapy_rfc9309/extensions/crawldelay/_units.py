@@ -16,13 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..._settings import SettingError
+from ..._settings import CRAWLDELAY_DEFAULTS, CRAWLDELAY_UNITS, choice, with_defaults
 from ...budget.policy import registrable_domain
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
-
-UNITS = ("host", "domain")
 
 
 def _host(host: str) -> str:
@@ -37,9 +35,5 @@ _UNIT_OF_HOST: dict[str, Callable[[str], str]] = {
 
 def unit_of_host(settings: BaseSettings) -> Callable[[str], str]:
     """The unit key of a host name, by ``CRAWLDELAY_UNIT``."""
-    name = settings.get("CRAWLDELAY_UNIT") or "host"
-    if name not in _UNIT_OF_HOST:
-        raise SettingError(
-            f"CRAWLDELAY_UNIT must be one of {', '.join(map(repr, UNITS))}, not {name!r}"
-        )
+    name = choice(with_defaults(settings, CRAWLDELAY_DEFAULTS), "CRAWLDELAY_UNIT", CRAWLDELAY_UNITS)
     return _UNIT_OF_HOST[name]
