@@ -238,18 +238,6 @@ class HostReadyPriorityQueue:
         for request in kept:
             queue.push(request)
 
-    def peek(self) -> Request | None:
-        """The request :meth:`pop` would return now, if any."""
-        if self._decided:
-            return self._decided[0]
-        now = self.politeness.now()
-        for _, _, unit in sorted(self._heap):
-            if unit in self.queues and self._room(unit):
-                if self.politeness.ready_at(unit) <= now + HORIZON:
-                    return self.queues[unit].peek()
-                return None
-        return None
-
     def close(self) -> dict[str, list[int]]:
         """The state a ``JOBDIR`` crawl resumes from: each unit's priorities."""
         return {unit: queue.close() for unit, queue in self.queues.items()}
