@@ -4,10 +4,11 @@ from ._access import MAX_CACHE_TTL, AccessPolicy, FetchOutcome, RobotsEntry, out
 from ._decoding import content_codings, decode_bounded
 from ._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 from ._lexer import DEFAULT_MAX_BYTES, decode, split_lines
+from ._model import Group, GroupSelection, Rule, Verdict
 from ._pagedirectives import page_directives
-from ._parser import Group, GroupSelection, RobotsTxt, Rule, Verdict, path_of
 from ._pattern import Pattern, compile_pattern
 from ._preferences import NO_PREFERENCES, USE_NAMES, Preferences, categories_of, parse_preference
+from ._robotstxt import RobotsTxt, path_of
 from ._stored import RedisRobotsStore, SQLiteRobotsStore, StoredRobots, StoreError
 from ._useragent import is_rfc_token, product_token
 

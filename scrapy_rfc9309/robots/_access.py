@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from ._parser import ALLOWED, RobotsTxt, Verdict
+from ._model import ALLOWED, Verdict
+from ._robotstxt import RobotsTxt
 
 #: RFC 9309 §2.4: a cached robots.txt should not be used for more than 24 hours.
 MAX_CACHE_TTL = 86400.0

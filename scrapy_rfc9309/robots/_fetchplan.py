@@ -18,7 +18,7 @@ from __future__ import annotations
 from urllib.parse import urljoin, urlsplit
 
 from ._access import AccessPolicy, FetchOutcome, RobotsEntry, outcome_for_status
-from ._parser import RobotsTxt
+from ._robotstxt import RobotsTxt
 
 #: The only schemes a robots.txt is fetched over.
 FETCHABLE_SCHEMES = frozenset({"http", "https"})

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from scrapy_rfc9309.robots import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
+from scrapy_rfc9309.robots._builder import Builder
 from scrapy_rfc9309.robots._lexer import (
     LENIENT_KEYS,
     STANDARD_KEYS,
@@ -18,7 +19,7 @@ from scrapy_rfc9309.robots._lexer import (
     decode,
     split_lines,
 )
-from scrapy_rfc9309.robots._parser import Rule, _Builder
+from scrapy_rfc9309.robots._model import Rule
 
 
 class Record(NamedTuple):
@@ -68,10 +69,9 @@ def records(body: bytes | str, *, lenient: bool = True) -> Iterator[Record]:
 
 def from_records(records: Iterable[Record], *, truncated: bool = False) -> RobotsTxt:
     """The model of a record stream."""
-    builder = _Builder()
-    lenient_lines = 0
+    builder = Builder()
     for line, directive, _key, value, lenient in records:
-        lenient_lines += lenient
+        builder.lenient_lines += lenient
         if directive in (lexer.DISALLOW, lexer.ALLOW):
             if builder.current is not None:  # else before any user-agent line: no group
                 builder.in_rules = True
@@ -81,4 +81,4 @@ def from_records(records: Iterable[Record], *, truncated: bool = False) -> Robot
             builder.user_agent(line, value)
         else:
             builder.other(directive, line, value)
-    return builder.build(truncated, lenient_lines)
+    return RobotsTxt.of(builder, truncated=truncated)

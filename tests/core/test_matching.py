@@ -3,8 +3,8 @@
 import pytest
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots._parser import path_of
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern
+from scrapy_rfc9309.robots._robotstxt import path_of
 
 BOT = "MyBot"
 

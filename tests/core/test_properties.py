@@ -9,8 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots import _grams, _onepass, _pieces, _prefixtree
 from scrapy_rfc9309.robots import _lexer as lexer
-from scrapy_rfc9309.robots import _parser, _pieces
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern, pattern_texts
 from tests.core import reference_lexer
 
@@ -78,9 +78,12 @@ def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path)
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
 def test_the_heavy_check_decides_like_the_reference(rules, path):
-    """With every check taken as heavy (see _parser._HEAVY_WORK), rules are first
+    """With every check taken as heavy (see _grams.HEAVY_WORK), rules are first
     looked up by their literal pieces among the path's substrings."""
-    with mock.patch.object(_parser, "_HEAVY_WORK", -1):
+    with (
+        mock.patch.object(_prefixtree, "HEAVY_WORK", -1),
+        mock.patch.object(_onepass, "HEAVY_WORK", -1),
+    ):
         assert_decides_like_the_reference(rules, path)
 
 
@@ -93,9 +96,9 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
 @example([(False, "/*a*b$")], "/ab")  # the tail right after the last segment
 def test_the_piece_index_decides_like_the_reference(rules, path):
     """With every file taken as one of thousands of wildcard rules (see
-    _parser._PIECE_INDEX_AT), those rules are found by their rarest literal piece
+    _prefixtree.PIECE_INDEX_AT), those rules are found by their rarest literal piece
     and tried with the positions of their pieces shared between rules."""
-    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
+    with mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1):
         assert_decides_like_the_reference(rules, path)
 
 
@@ -148,7 +151,7 @@ def test_the_piece_index_finds_a_rule_by_a_tail_longer_than_a_key():
     # The tail's key is its last characters; the pieces longer than a key are cut to
     # their first: a rule is found all the same (the first check, then the index).
     body = "User-agent: *\nDisallow: /*section-of-the-site*.download-archive$\n"
-    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
+    with mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1):
         robots = RobotsTxt.parse(body)
         for _ in range(2):
             assert not robots.allowed("/section-of-the-site/a.download-archive", "bot")
@@ -171,7 +174,7 @@ def test_the_first_check_decides_like_the_rule_index_on_patterns_to_canonicalize
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
 def test_the_first_check_decides_like_the_piece_index_on_patterns_to_canonicalize(rules, path):
-    with mock.patch.object(_parser, "_PIECE_INDEX_AT", -1):
+    with mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1):
         assert_first_and_compiled_agree(rules, path)
 
 
@@ -215,11 +218,11 @@ def test_adversarial_wildcards_finish_fast():
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="ab/", max_size=40), st.text(alphabet="ab/", max_size=20))
 def test_path_substrings_answer_like_in(path, literal):
-    assert _parser._PathGrams(path).contains(literal) is (literal in path)
+    assert _grams.PathGrams(path).contains(literal) is (literal in path)
 
 
 def test_a_long_literal_whose_ends_are_in_the_path_is_still_searched_for():
-    grams = _parser._PathGrams("/aaaaaaaaXbbbbbbbb")
+    grams = _grams.PathGrams("/aaaaaaaaXbbbbbbbb")
     assert not grams.contains("aaaaaaaabbbbbbbb")  # both 8-character ends occur
     assert grams.contains("aaaaaaaaXbbbbbbbb")
     assert grams.contains("") and not grams.contains("c")

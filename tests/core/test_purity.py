@@ -25,7 +25,7 @@ CORE_MODULES = [
 
 def test_the_core_modules_are_found():
     assert {
-        "scrapy_rfc9309.robots._parser",
+        "scrapy_rfc9309.robots._robotstxt",
         "scrapy_rfc9309.budget.policy",
         "scrapy_rfc9309.budget.storage._sqlite",
         "scrapy_rfc9309.fleet.spacing",

@@ -314,16 +314,16 @@ def test_scrapy_robots_decodes_a_bomb_within_the_limit(bombs, site, tmp_path):
 async def test_a_long_robots_txt_is_parsed_and_compiled_on_a_worker_thread(site, monkeypatch):
     """500 KiB of distinct wildcard rules cost a few hundred ms of CPU to parse and
     compile: none of it on the reactor's thread, where every other site waits."""
-    from scrapy_rfc9309.robots import _parser
+    from scrapy_rfc9309.robots import _prefixtree
 
     threads = []
-    compile_rules = _parser.RuleSet.__init__
+    compile_rules = _prefixtree.RuleSet.__init__
 
     def spy(self, rules):
         threads.append(threading.current_thread())
         compile_rules(self, rules)
 
-    monkeypatch.setattr(_parser.RuleSet, "__init__", spy)
+    monkeypatch.setattr(_prefixtree.RuleSet, "__init__", spy)
     rules = b"".join(b"Disallow: /*%d*zz\n" % n for n in range(25_000))  # 480 KB
     site.route("/robots.txt", body=b"User-agent: *\n" + rules)
     crawler = await crawl([site.url + "/ab1234", site.url + "/ab12zz"])

@@ -1,0 +1,165 @@
+"""From a file's lines to its model: records lexed line by line, groups built (§2.1)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from . import _lexer as lexer
+from ._model import STAR, Group, new_rule
+from ._preferences import LABEL, preference_line
+from ._useragent import group_name
+
+_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+# At most 9 digits of requests: a larger count is no real rate, and int() of a
+# hostile 5,000-digit number would raise (Python's int string limit).
+_RATE = re.compile(r"(\d{1,9})\s*/\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)(?![A-Za-z])", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_crawl_delay(value: str) -> float | None:
+    """Seconds from a ``Crawl-delay`` value; ``None`` if invalid, negative or not finite."""
+    if _NUMBER.fullmatch(value) is None:
+        return None
+    delay = float(value)
+    return delay if math.isfinite(delay) else None
+
+
+def parse_request_rate(value: str) -> tuple[int, float] | None:
+    """``(requests, seconds)`` from a ``Request-rate`` value like ``1/5``, ``3/1m``, ``1/10s``.
+
+    Anything after the rate (e.g. a visit-time window) is ignored.
+    """
+    match = _RATE.match(value)
+    if match is None:
+        return None
+    requests = int(match.group(1))
+    seconds = float(match.group(2)) * _UNIT_SECONDS[match.group(3).lower()]
+    if requests <= 0 or seconds <= 0 or not math.isfinite(seconds):
+        return None
+    return requests, seconds
+
+
+class Builder:
+    """Groups, sitemaps and ignored values from the records of a file, in file order."""
+
+    __slots__ = ("agents", "current", "groups", "ignored", "in_rules", "lenient_lines", "sitemaps")
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.sitemaps: dict[str, None] = {}  # an ordered set
+        self.ignored: list[tuple[int, str]] = []
+        self.current: Group | None = None
+        self.agents: set[str] = set()  # the current group's
+        #: An Allow/Disallow line was seen: a user-agent line starts a group (§2.1).
+        self.in_rules = False
+        #: How many lines were only understood thanks to lenient parsing.
+        self.lenient_lines = 0
+
+    def user_agent(self, line: int, value: str) -> None:
+        if self.current is None or self.in_rules:
+            self.current, self.agents, self.in_rules = Group([], line), set(), False
+            self.groups.append(self.current)
+        agent = STAR if _is_star(value) else group_name(value)
+        if agent and agent not in self.agents:
+            self.agents.add(agent)
+            self.current.agents.append(agent)
+
+    def other(self, directive: str, line: int, value: str) -> None:
+        """A record that is neither a rule nor a user-agent line."""
+        if directive == lexer.SITEMAP:
+            if value:
+                self.sitemaps[value] = None
+        elif directive in (lexer.CONTENT_USAGE, lexer.CONTENT_SIGNAL):
+            member = preference_line(directive, value, line) if self.current else None
+            if member is not None and self.current is not None:
+                self.current.preferences.append(member)
+            elif len(self.ignored) < MAX_IGNORED:
+                where = "" if self.current else " (before any User-agent line)"
+                self.ignored.append((line, f"{LABEL[directive]}: {_shorten(value)}{where}"))
+        elif self.current is None:
+            return
+        elif directive == lexer.CRAWL_DELAY:
+            delay = parse_crawl_delay(value)
+            if delay is not None:
+                self.current.crawl_delays.append(delay)
+            elif len(self.ignored) < MAX_IGNORED:
+                self.ignored.append((line, f"Crawl-delay: {_shorten(value)}"))
+        elif directive == lexer.REQUEST_RATE:
+            rate = parse_request_rate(value)
+            if rate is not None:
+                self.current.request_rates.append(rate)
+            elif len(self.ignored) < MAX_IGNORED:
+                self.ignored.append((line, f"Request-rate: {_shorten(value)}"))
+
+
+#: The usual spellings of the standard keys ("Disallow", "User-Agent"), found without
+#: stripping and lower-casing the key.
+_AS_WRITTEN = {
+    spelling: directive
+    for key, directive in lexer.STANDARD_KEYS.items()
+    for spelling in (key, key.capitalize(), key.title(), key.upper())
+}
+
+
+def parse_lines(lines: list[str], lenient: bool) -> Builder:
+    """The groups, sitemaps and ignored records of a file's lines, lexed here line
+    by line, rules added inline: a record object and a generator step per line were
+    half of a parse's time (``bench_core.py``'s parse figures).  A property test
+    holds it equal to the reference lexer of the tests (``tests/core/reference_lexer.py``)."""
+    keys = lexer.LENIENT_KEYS if lenient else lexer.STANDARD_KEYS
+    typos, ws, as_written = lexer.TYPO_KEYS, lexer.WHITESPACE, _AS_WRITTEN
+    allow, rule_directives, user_agent = (
+        lexer.ALLOW,
+        (lexer.DISALLOW, lexer.ALLOW),
+        lexer.USER_AGENT,
+    )
+    builder = Builder()
+    for number, line in enumerate(lines, 1):
+        hash_at = line.find("#")
+        if hash_at >= 0:
+            line = line[:hash_at]
+        key, colon, value = line.partition(":")
+        if not colon:
+            if not lenient:
+                continue
+            words = line.split()  # LENIENT: Google takes "Disallow /x" (two words)
+            if len(words) != 2:
+                continue
+            key, value = words
+        directive = as_written.get(key)
+        if directive is None:
+            key = key.strip(ws).lower()
+            directive = keys.get(key)
+            if directive is None:
+                continue  # unknown records change nothing
+            if not colon or key in typos:
+                builder.lenient_lines += 1
+        elif not colon:
+            builder.lenient_lines += 1
+        if directive in rule_directives:
+            current = builder.current
+            if current is not None:  # else before any user-agent line: no group
+                builder.in_rules = True
+                value = value.strip(ws)
+                if value:
+                    current.rules.append(new_rule((directive == allow, value, number)))
+        elif directive == user_agent:
+            builder.user_agent(number, value.strip(ws))
+        else:
+            builder.other(directive, number, value.strip(ws))
+    return builder
+
+
+#: How many ignored records a :class:`RobotsTxt` remembers (for reports).
+MAX_IGNORED = 20
+
+
+def _shorten(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
+
+
+def _is_star(value: str) -> bool:
+    # "*" alone; a "*" followed by whitespace and a comment-like tail is still the
+    # star group (what Google and most parsers do with "User-agent: * ignored").
+    return value == STAR or (value.startswith(STAR) and value[1:2].isspace())

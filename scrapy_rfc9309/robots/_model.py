@@ -1,0 +1,102 @@
+"""The model of a parsed file: groups, rules, verdicts, and the order rules decide in
+(RFC 9309 §2.2.2)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ._preferences import PreferenceLine
+
+#: The user-agent value of the groups that apply to every crawler.
+STAR = "*"
+
+
+class Verdict(NamedTuple):
+    """The answer to "may this crawler fetch this URL?".
+
+    ``rule`` is the deciding rule as written (``"Disallow: /private"``) and
+    ``line`` its 1-based line number; both are ``None`` when no rule matched
+    (then the URL is allowed, §2.2.2).
+    """
+
+    allowed: bool
+    rule: str | None = None
+    line: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+ALLOWED = Verdict(True)
+# NamedTuple's generated __new__ is Python code; building from a tuple takes 0.14
+# instead of 0.22 us (measured), and verdicts and rules are made per rule of a file.
+new_verdict = functools.partial(tuple.__new__, Verdict)
+
+
+class Rule(NamedTuple):
+    """An ``Allow`` or ``Disallow`` line of a group."""
+
+    allow: bool
+    pattern: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
+
+
+new_rule = functools.partial(tuple.__new__, Rule)
+
+
+@dataclass(slots=True)
+class Group:
+    """User-agent lines and the records that follow them (§2.1)."""
+
+    agents: list[str]
+    line: int
+    rules: list[Rule] = field(default_factory=list)
+    crawl_delays: list[float] = field(default_factory=list)
+    request_rates: list[tuple[int, float]] = field(default_factory=list)
+    #: Its Content-Usage and Content-Signal lines (see :mod:`._preferences`).
+    preferences: list[PreferenceLine] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSelection:
+    """The groups that apply to one product token, merged (§2.2.1)."""
+
+    token: str
+    groups: tuple[Group, ...]
+
+    @property
+    def is_star(self) -> bool:
+        """True when no group names the crawler and the ``*`` groups apply."""
+        return bool(self.groups) and all(STAR in group.agents for group in self.groups)
+
+
+def decision_key(length: int, allow: bool, line: int) -> int:
+    """The order in which rules decide (§2.2.2), smallest first: the longest pattern,
+    ``Allow`` on a tie, then the earliest line.  One number (lines are below 2**32),
+    shared by the first check and the compiled :class:`RuleSet`: sorting a
+    25,000-rule file by it is 5 times faster than by a tuple (measured)."""
+    return ((-length) << 33) + ((not allow) << 32) + line
+
+
+#: The patterns of the rules tried so far: Disallow's, then Allow's.
+Written = tuple[set[str], set[str]]
+
+
+def first_copy(written: Written, rule: Rule) -> bool:
+    """True the first time *rule*'s pattern comes with its ``Allow``/``Disallow``
+    (recorded in *written*): a line repeated never decides after its first copy, so
+    the first check and :class:`RuleSet` both try it once."""
+    seen = written[rule.allow]
+    if rule.pattern in seen:
+        return False
+    seen.add(rule.pattern)
+    return True
+
+
+#: A decision key after every rule's.
+LAST = 1 << 62

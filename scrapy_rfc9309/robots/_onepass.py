@@ -1,0 +1,65 @@
+"""A crawler's first check: every rule tried in one pass, none indexed."""
+
+from __future__ import annotations
+
+from ._grams import HEAVY_WORK, PathGrams
+from ._model import ALLOWED, Rule, Verdict, Written, decision_key, first_copy, new_verdict
+from ._pattern import CONTAINS, LITERAL_CHARS, WILDCARD, compile_pattern, is_canonical
+
+
+def first_check(rules: list[Rule], path: str) -> Verdict:
+    """What :meth:`RuleSet.decide` answers for *path*, found by trying every rule:
+    the first matching rule in :func:`decision_key` order.
+
+    Most rules are rejected on their literal pieces alone, without compiling them.
+    """
+    best: int | None = None
+    deciding: Rule | None = None
+    written: Written = (set(), set())
+    grams = PathGrams(path) if len(path) * len(rules) > HEAVY_WORK else None
+    contains = path.__contains__ if grams is None else grams.contains
+    second = path[1:2]
+    previous: Rule | None = None
+    for rule in rules:
+        raw = rule.pattern
+        char = raw[1:2]
+        if char != second and char in LITERAL_CHARS and raw[:1] == "/":
+            continue  # "/" and a literal that stay as they are: not how the path starts
+        if previous is not None and raw == previous.pattern and rule.allow is previous.allow:
+            continue  # the line before, repeated (36,000 copies of a rule: 7 ms, not 44)
+        previous = rule
+        rank: int | None
+        if is_canonical(raw):  # its literal pieces are as written
+            star = raw.find("*")
+            if star < 0 and not raw.endswith("$"):  # a plain prefix
+                if not path.startswith(raw):
+                    continue
+                rank = decision_key(len(raw), rule.allow, rule.line)
+                if best is None or rank < best:
+                    best, deciding = rank, rule
+                continue  # decided on its text: never compiled
+            if not path.startswith(raw[:star] if star >= 0 else raw[:-1]):
+                continue
+            if star >= 0:
+                pieces = raw[star + 1 :].removesuffix("$").split("*")
+                if not all(contains(piece) for piece in pieces if piece):
+                    continue  # a literal piece is nowhere in the path
+        if not first_copy(written, rule):
+            continue
+        rank = _rank(rule, path, grams)
+        if rank is not None and (best is None or rank < best):
+            best, deciding = rank, rule
+    if deciding is None:
+        return ALLOWED
+    return new_verdict((deciding.allow, str(deciding), deciding.line))
+
+
+def _rank(rule: Rule, path: str, grams: PathGrams | None) -> int | None:
+    pattern = compile_pattern(rule.pattern)
+    if (
+        grams is not None
+        and pattern.kind in (CONTAINS, WILDCARD)
+        and not grams.contains(pattern.literal)
+    ):
+        return None  # the pattern's literal piece is nowhere in the path
+    return decision_key(pattern.length, rule.allow, rule.line) if pattern.matches(path) else None

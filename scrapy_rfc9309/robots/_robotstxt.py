@@ -1,0 +1,250 @@
+"""RobotsTxt: parse once, check many, verdicts carry evidence (RFC 9309 §2.2)."""
+
+from __future__ import annotations
+
+import re
+
+from . import _lexer as lexer
+from ._builder import Builder, parse_lines
+from ._collector import collector_paused
+from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, Verdict
+from ._onepass import first_check
+from ._pattern import canonical
+from ._preferences import NO_PREFERENCES, Preferences, applicable
+from ._prefixtree import RuleSet
+from ._useragent import product_token
+
+_AUTHORITY = re.compile(r"[^/?#]*")
+#: An absolute URL (or a path) whose path + query is already canonical, with no
+#: fragment: the common case, split off in one step.
+_CANONICAL_URL = re.compile(r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)")
+
+
+def path_of(url: str) -> str:
+    """The canonical path + query of an absolute URL or of a path.
+
+    The fragment is dropped; an empty path is ``/``.
+    """
+    simple = _CANONICAL_URL.fullmatch(url)
+    if simple is not None:
+        return simple.group(1)
+    rest = url
+    if not url.startswith("/") or url.startswith("//"):
+        scheme_end = url.find("://")
+        if scheme_end >= 0 or url.startswith("//"):
+            authority_end = _AUTHORITY.match(url, scheme_end + 3 if scheme_end >= 0 else 2)
+            rest = url[authority_end.end() :]  # type: ignore[union-attr]
+    rest = rest.partition("#")[0]
+    return canonical(rest if rest.startswith("/") else "/" + rest)
+
+
+class RobotsTxt:
+    """A parsed robots.txt file.
+
+    >>> robots = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\n")
+    >>> robots.check("https://example.com/private/x", "MyBot/1.0")
+    Verdict(allowed=False, rule='Disallow: /private', line=2)
+
+    Parsing is cheap; the patterns of a group are compiled the first time a
+    crawler that group applies to is checked, and kept.
+    """
+
+    def __init__(
+        self,
+        groups: list[Group],
+        sitemaps: list[str],
+        *,
+        truncated: bool = False,
+        lenient_lines: int = 0,
+        ignored: list[tuple[int, str]] | None = None,
+    ) -> None:
+        self.groups = groups
+        self.sitemaps = sitemaps
+        #: True when content beyond the size limit was ignored (§2.5).
+        self.truncated = truncated
+        #: How many lines were only understood thanks to lenient parsing.
+        self.lenient_lines = lenient_lines
+        #: ``(line, record)`` of the first Crawl-delay / Request-rate /
+        #: Content-Usage / Content-Signal records whose value was unusable, or that
+        #: stood outside any group, and were ignored (at most :data:`MAX_IGNORED`).
+        self.ignored = ignored or []
+        self._by_token: dict[str, list[Group]] = {}
+        for group in groups:
+            for agent in group.agents:
+                members = self._by_token.setdefault(agent, [])
+                if not members or members[-1] is not group:
+                    members.append(group)
+        self._selections: dict[str, GroupSelection] = {}
+        self._rulesets: dict[str, RuleSet] = {}
+        self._checked_once: set[str] = set()  # tokens checked once, not yet compiled
+        self._memory_estimate: int | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        body: bytes | str,
+        *,
+        lenient: bool = True,
+        max_bytes: int = lexer.DEFAULT_MAX_BYTES,
+    ) -> RobotsTxt:
+        """Parse a robots.txt body.  Never raises on malformed content (§2.3.1: parse
+        line by line and use what can be parsed).
+
+        *lenient* (default) also accepts what Google's parser accepts: common typos
+        of directive names and a missing colon.  Only the first *max_bytes* octets
+        are read, cut at a line end.
+        """
+        truncated = False
+        if isinstance(body, str) and len(body) * 4 <= max_bytes:
+            # At most 4 octets a character: a text this short is never cut.
+            text = lexer.decode(body)
+        else:
+            raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+            raw, truncated = lexer.truncate(raw, max_bytes)
+            text = lexer.decode(raw)
+        lines = lexer.split_lines(text)
+        with collector_paused(len(lines)):
+            return cls.of(parse_lines(lines, lenient), truncated=truncated)
+
+    @classmethod
+    def of(cls, built: Builder, *, truncated: bool = False) -> RobotsTxt:
+        """The file whose lines *built* holds (see :func:`._builder.parse_lines`)."""
+        return cls(
+            built.groups,
+            list(built.sitemaps),
+            truncated=truncated,
+            lenient_lines=built.lenient_lines,
+            ignored=built.ignored,
+        )
+
+    def memory_estimate(self) -> int:
+        """An upper estimate of the bytes this object holds once a crawler has
+        checked URLs against it (its rules compiled), for bounding caches by memory.
+
+        Calibrated with ``tracemalloc`` on real files (see the tests): it counts
+        every rule as compiled, so it is above what one crawler's checks make
+        the file hold, by a small factor for files with one group.
+        """
+        if self._memory_estimate is None:
+            total = _BASE_BYTES
+            for group in self.groups:
+                total += _GROUP_BYTES + _AGENT_BYTES * len(group.agents)
+                total += sum(_RULE_BYTES + _RULE_CHAR_BYTES * len(r.pattern) for r in group.rules)
+                total += _RULE_BYTES * len(group.preferences)
+            total += sum(_SITEMAP_BYTES + len(sitemap) for sitemap in self.sitemaps)
+            self._memory_estimate = total
+        return self._memory_estimate
+
+    # -- group selection -------------------------------------------------
+
+    def select(self, user_agent: str) -> GroupSelection:
+        """The groups that apply to *user_agent* (a product token or a full User-Agent).
+
+        All groups naming the crawler, merged; if none does, all ``*`` groups,
+        merged; otherwise none (§2.2.1).
+        """
+        token = product_token(user_agent)
+        selection = self._selections.get(token)
+        if selection is None:
+            groups = self._groups_for(token)
+            selection = self._selections[token] = GroupSelection(token, tuple(groups))
+        return selection
+
+    def _groups_for(self, token: str) -> list[Group]:
+        return (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
+
+    def rules(self, user_agent: str) -> list[Rule]:
+        """The rules that apply to *user_agent*, in file order."""
+        return self._rules_for(product_token(user_agent))
+
+    def _rules_for(self, token: str) -> list[Rule]:
+        return [rule for group in self._groups_for(token) for rule in group.rules]
+
+    # -- checks ----------------------------------------------------------
+
+    def check(self, url: str, user_agent: str) -> Verdict:
+        """Decide whether *user_agent* may fetch *url* (an absolute URL or a path).
+
+        The first check for a crawler tries its rules one by one; the second
+        compiles them into a :class:`RuleSet`, kept for every later check.  A broad
+        crawl checks one or a few URLs of most sites, and compiling costs several
+        times what one pass over the rules does.  A crawler with thousands of rules
+        has them compiled at its first check, so that no later check pays for it.
+        """
+        path = path_of(url)
+        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
+            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
+        ruleset = self._rulesets.get(user_agent)
+        if ruleset is None:
+            # Compiled once per product token: rotating User-Agent strings with one
+            # token share it, and the by-string shortcut stays small.
+            token = product_token(user_agent)
+            ruleset = self._rulesets.get(token)
+            if ruleset is None:
+                rules = self._rules_for(token)
+                if token not in self._checked_once and len(rules) <= _ONE_PASS_AT:
+                    self._checked_once.add(token)
+                    return first_check(rules, path)
+                ruleset = self._rulesets[token] = RuleSet(rules)
+            if len(self._rulesets) < _MAX_SHORTCUTS:
+                self._rulesets[user_agent] = ruleset
+        return ruleset.decide(path)
+
+    def prepare(self, user_agent: str) -> None:
+        """Compile the rules that apply to *user_agent* now, as its second check
+        would (for a caller that parses big files away from its event loop, so
+        that no check there pays for compiling)."""
+        token = product_token(user_agent)
+        if token not in self._rulesets:
+            self._rulesets[token] = RuleSet(self._rules_for(token))
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        """Shortcut for ``check(url, user_agent).allowed``."""
+        return self.check(url, user_agent).allowed
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        """The ``Crawl-delay`` of the groups that apply, in seconds (the largest if several)."""
+        delays = [d for group in self.select(user_agent).groups for d in group.crawl_delays]
+        return max(delays) if delays else None
+
+    def request_rate(self, user_agent: str) -> tuple[int, float] | None:
+        """The ``Request-rate`` of the groups that apply as ``(requests, seconds)``
+        (the slowest if several)."""
+        rates = [r for group in self.select(user_agent).groups for r in group.request_rates]
+        return max(rates, key=lambda rate: rate[1] / rate[0]) if rates else None
+
+    def preferences(self, url: str, user_agent: str) -> Preferences:
+        """What the file says about the use of *url*'s content by *user_agent*:
+        the ``Content-Usage`` and ``Content-Signal`` lines of the groups that apply,
+        the longest matching path deciding.  None where the crawler may not go."""
+        groups = self.select(user_agent).groups
+        members = [member for group in groups for member in group.preferences]
+        if not members or not self.check(url, user_agent).allowed:
+            return NO_PREFERENCES
+        return applicable(members, path_of(url))
+
+    def delay(self, user_agent: str) -> float | None:
+        """The least time between requests the file asks of *user_agent*:
+        ``max(Crawl-delay, seconds / requests of Request-rate)``, or ``None``."""
+        crawl_delay = self.crawl_delay(user_agent)
+        rate = self.request_rate(user_agent)
+        candidates = [d for d in (crawl_delay, rate and rate[1] / rate[0]) if d is not None]
+        return max(candidates) if candidates else None
+
+
+#: The parts of :meth:`RobotsTxt.memory_estimate`, in bytes: the object itself, a
+#: group, one of its user-agents, a rule (stored, then compiled) and each character
+#: of its pattern (kept in the rule, its verdict and the index), a sitemap.
+_BASE_BYTES = 3_500
+_GROUP_BYTES = 400
+_AGENT_BYTES = 150
+_RULE_BYTES = 1_500
+_RULE_CHAR_BYTES = 3
+_SITEMAP_BYTES = 150
+
+#: A crawler with more rules than this has them compiled at its first check: a
+#: second check would pay for the compiling then, more than any later check may cost.
+_ONE_PASS_AT = 2_000
+
+#: How many User-Agent strings (besides tokens) a file remembers the rule set of.
+_MAX_SHORTCUTS = 16
