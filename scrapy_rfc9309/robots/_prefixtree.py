@@ -37,6 +37,10 @@ _Texted = tuple[int, str, Rule]
 #: lookups cost a check about 1 ms with a 2 KB URL, what trying this many costs.
 PIECE_INDEX_AT = 1_000
 
+#: A rule set whose rules start with at most this many literal starts first tests a
+#: path against them all at once (one ``str.startswith``).
+_FAST_HEADS = 64
+
 #: A trie node with at most this many candidate rules is not split further.
 _LEAF_SIZE = 16
 #: Deeper than this, nodes are not split (bounds recursion on pathological files).
@@ -85,7 +89,10 @@ class RuleSet:
     """
 
     __slots__ = (
+        "_at_root",
+        "_at_root_literals",
         "_candidates",
+        "_heads",
         "_keys_by_line",
         "_pieces",
         "_positions_by_start",
@@ -146,6 +153,23 @@ class RuleSet:
         self._positions_by_start = list(map(itemgetter(1), starts))
         ended = self._cut(self._positions_by_start[:below_root])
         self._root = self._build(below_root, len(starts), 0, ended)
+        self._heads = self._fewest_heads(below_root)
+        self._at_root = self._pick(ended) if self._heads is not None else ()
+        self._at_root_literals = _literals(self._at_root)
+
+    def _fewest_heads(self, below_root: int) -> tuple[str, ...] | None:
+        """The literal starts longer than "/" that every tree rule but the root's
+        begins with, none of them a prefix of another; ``None`` when they are
+        more than :data:`_FAST_HEADS`, or the piece index holds rules."""
+        if self._pieces is not None:
+            return None
+        fewest: list[str] = []
+        for start in self._starts[below_root:]:  # sorted: a prefix comes first
+            if not fewest or not start.startswith(fewest[-1]):
+                fewest.append(start)
+                if len(fewest) > _FAST_HEADS:
+                    return None
+        return tuple(fewest)
 
     def _build(
         self,
@@ -223,6 +247,13 @@ class RuleSet:
 
     def decide(self, path: str) -> Verdict:
         """The verdict for a canonical path + query (it starts with ``/``)."""
+        heads = self._heads
+        if heads is not None and not path.startswith(heads):
+            # Only the rules at the root can match (they start with "/*" or are "/").
+            literals = self._at_root_literals
+            if literals is not None and not any(map(path.__contains__, literals)):
+                return ALLOWED
+            return first_candidate(self._at_root, path, None)
         node = self._root
         at = 1
         while True:
@@ -239,7 +270,7 @@ class RuleSet:
         candidates: tuple[_Candidate, ...] = node.candidates  # type: ignore[assignment]
         heavy = self._pieces is not None or len(path) * len(candidates) > HEAVY_WORK
         grams = PathGrams(path) if heavy else None
-        verdict = _first_candidate(candidates, path, grams)
+        verdict = first_candidate(candidates, path, grams)
         if self._pieces is None:
             return verdict
         assert grams is not None
@@ -264,7 +295,16 @@ def _first_of_each_text(ordered: list[_Texted]) -> list[_Texted]:
     return kept
 
 
-def _first_candidate(
+def _literals(candidates: tuple[_Candidate, ...]) -> tuple[str, ...] | None:
+    """The literals of *candidates*, one of which a path holds if any of them matches
+    (a rule matches only a path that holds its literal); ``None`` for fewer than
+    three: a real file's 7 rules at the root tried one by one took 0.92 us a check,
+    the test that the path holds none of their literals 0.49 (a regular expression
+    of them 0.36, but it doubled what some files hold)."""
+    return tuple({candidate[1] for candidate in candidates}) if len(candidates) >= 3 else None
+
+
+def first_candidate(
     candidates: tuple[_Candidate, ...], path: str, grams: PathGrams | None
 ) -> Verdict:
     """The verdict of the first of *candidates* (in decision order) that matches."""
