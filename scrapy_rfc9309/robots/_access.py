@@ -79,10 +79,12 @@ class RobotsEntry:
         """The file's Crawl-delay / Request-rate interval for *user_agent*, if any."""
         return self.robots.delay(user_agent) if self.robots is not None else None
 
-    def memory_estimate(self) -> int:
-        """An upper estimate of the bytes this entry holds (see
-        :meth:`RobotsTxt.memory_estimate`)."""
-        return _ENTRY_BYTES + (self.robots.memory_estimate() if self.robots is not None else 0)
+    def memory_estimate(self, user_agent: str) -> int:
+        """An estimate of the bytes this entry holds once *user_agent* checked URLs
+        against it (see :meth:`RobotsTxt.memory_estimate`)."""
+        if self.robots is None:
+            return _ENTRY_BYTES
+        return _ENTRY_BYTES + self.robots.memory_estimate(user_agent)
 
     def describe(self) -> str:
         """A short human description, for logs and the explain command."""

@@ -1,5 +1,6 @@
-"""``RobotsTxt.memory_estimate()``, which bounds the robots cache by memory, against
-what ``tracemalloc`` measures on every file of the real corpus."""
+"""``RobotsTxt.memory_estimate()``, which bounds the robots cache by memory
+(``RFC9309_CACHE_MAX_BYTES``), against what ``tracemalloc`` measures on every file of
+the real corpus and on hostile files."""
 
 import gc
 import statistics
@@ -13,20 +14,33 @@ from scrapy_rfc9309 import RobotsTxt
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "robots-corpus" / "files"
 FILES = sorted(CORPUS.glob("*.txt"))
 CHUNKS = 2  # run in parallel by pytest-xdist
+CRAWLER = "MyCrawler"
 
 
-def held_after_a_crawlers_checks(body: bytes) -> tuple[int, RobotsTxt]:
+def held_after_a_crawlers_checks(body: bytes | str) -> tuple[int, RobotsTxt]:
     """Bytes held by a parsed file once one crawler checked a path under every rule
     (which compiles its rules and builds every branch of the rule index)."""
     gc.collect()  # also empties the free lists, whose reuse tracemalloc would not see
     tracemalloc.start()
     robots = RobotsTxt.parse(body)
-    for rule in robots.rules("MyCrawler") or [None]:
-        robots.allowed(rule.pattern if rule else "/", "MyCrawler")
-    robots.allowed("/", "MyCrawler")
+    for rule in robots.rules(CRAWLER) or [None]:
+        robots.allowed(rule.pattern if rule else "/", CRAWLER)
+    robots.allowed("/", CRAWLER)
     held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     return held, robots
+
+
+def estimate_over_held(bodies: list[bytes | str]) -> list[float]:
+    ratios = []
+    gc.freeze()  # what the test process holds already: each collection skips it
+    try:
+        for body in bodies:
+            held, robots = held_after_a_crawlers_checks(body)
+            ratios.append(robots.memory_estimate(CRAWLER) / held)
+    finally:
+        gc.unfreeze()
+    return ratios
 
 
 def test_the_corpus_is_all_there():
@@ -34,14 +48,53 @@ def test_the_corpus_is_all_there():
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_the_estimate_is_above_what_every_real_file_holds_and_not_far_above(chunk):
-    ratios = []
-    gc.freeze()  # what the test process holds already: each collection skips it
-    try:
-        for path in FILES[chunk::CHUNKS]:
-            held, robots = held_after_a_crawlers_checks(path.read_bytes())
-            assert robots.memory_estimate() >= held, path.name
-            ratios.append(robots.memory_estimate() / held)
-    finally:
-        gc.unfreeze()
-    assert statistics.median(ratios) <= 3
+def test_the_estimate_is_within_a_quarter_of_what_real_files_hold(chunk):
+    """The median file within 10%, all but a few within 25% (3 of 295: 1.27, 1.34,
+    and www.sophos.com's 1,224 rules that share long prefixes,
+    "/<language>/medialibrary/...", at 0.58), none below half."""
+    paths = FILES[chunk::CHUNKS]
+    ratios = estimate_over_held([path.read_bytes() for path in paths])
+    assert 0.9 <= statistics.median(ratios) <= 1.1
+    outside = [
+        (path.name, round(ratio, 2))
+        for path, ratio in zip(paths, ratios, strict=True)
+        if not 0.75 <= ratio <= 1.25
+    ]
+    assert len(outside) <= 2, outside
+    assert min(ratios) >= 0.5
+
+
+def hostile_file(line: str, size: int = 50_000) -> str:
+    """*line* repeated up to *size* octets, ``{n}`` the line's number."""
+    lines = ["User-agent: *"]
+    number = 0
+    while sum(map(len, lines)) + len(lines) < size:
+        lines.append(line.format(n=number))
+        number += 1
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Disallow: /*{n}*ab",  # thousands of wildcard rules: the piece index
+        "Disallow: /*a{n}*b$",
+        "Disallow: /{n}",  # thousands of prefixes: the prefix tree
+        "Disallow: /ab*{n}*a",
+        "Allow: /*%41{n}",  # an escape in each
+    ],
+)
+def test_the_estimate_is_within_a_quarter_of_what_a_hostile_file_holds(line):
+    (ratio,) = estimate_over_held([hostile_file(line)])
+    assert 0.75 <= ratio <= 1.25
+
+
+def test_the_estimate_counts_the_checking_crawlers_rules_compiled():
+    """A file of many groups holds the compiled rules of the crawler that checks it
+    only: its estimate for a crawler no group names counts the star group's."""
+    body = "User-agent: *\nDisallow: /a\n" + "".join(
+        f"User-agent: bot{n}\n" + "".join(f"Disallow: /{n}/{m}\n" for m in range(50))
+        for n in range(20)
+    )
+    robots = RobotsTxt.parse(body)
+    assert robots.memory_estimate("bot1") > robots.memory_estimate(CRAWLER) + 50 * 400

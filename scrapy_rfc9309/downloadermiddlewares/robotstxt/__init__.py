@@ -93,6 +93,8 @@ class RobotsTxtMiddleware:
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
             kept = f"kept across restarts in {self.fetcher.where}"
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
+        #: Whose compiled rules the cache's memory estimates count.
+        self._cache_user_agent = self.config.user_agent or self._default_user_agent
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._cache_bytes = 0  # the entries' memory estimates, summed
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
@@ -282,15 +284,15 @@ class RobotsTxtMiddleware:
         (by their memory estimates); the newest entry always stays."""
         replaced = self._cache.pop(authority, None)
         if replaced is not None:
-            self._cache_bytes -= replaced.memory_estimate()
+            self._cache_bytes -= replaced.memory_estimate(self._cache_user_agent)
         self._cache[authority] = entry
-        self._cache_bytes += entry.memory_estimate()
+        self._cache_bytes += entry.memory_estimate(self._cache_user_agent)
         while len(self._cache) > 1 and (
             len(self._cache) > self.config.cache_size
             or self._cache_bytes > self.config.cache_max_bytes
         ):
             _, dropped = self._cache.popitem(last=False)
-            self._cache_bytes -= dropped.memory_estimate()
+            self._cache_bytes -= dropped.memory_estimate(self._cache_user_agent)
             self.stats.inc_value("rfc9309/cache_evicted")
 
     # -- fetching --------------------------------------------------------
