@@ -44,8 +44,8 @@ test-min: $(MIN_VENV)/.installed
 	$(MIN_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The suite against the newest Scrapy on the package index, pre-releases included:
-# a release that moves one of the private parts the throttle relies on fails here
-# (see scrapy_rfc9309/extensions/_slots.py) before users meet it.
+# a release that changes an interface the components use fails here before users
+# meet it.
 NEWEST_VENV ?= .venv-newest
 test-newest:
 	$(PYTHON) -m venv $(NEWEST_VENV)

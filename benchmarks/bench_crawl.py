@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -141,9 +142,16 @@ def crawl(urls: list[str], settings: dict[str, object]) -> None:
     process.start()
     elapsed = time.perf_counter() - start
     robots = crawler.stats.get_value("rfc9309/request_count", 0)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(
         json.dumps(
-            {"seconds": elapsed, "pages": Pages.parsed, "robots": robots, "gc": collecting.seconds}
+            {
+                "seconds": elapsed,
+                "pages": Pages.parsed,
+                "robots": robots,
+                "gc": collecting.seconds,
+                "rss": rss,
+            }
         )
     )
 
@@ -234,7 +242,7 @@ def print_table(
         )
 
 
-BROAD_MODES = ("builtin", "rfc9309", "floored", "scrapy-delay")
+BROAD_MODES = ("builtin", "rfc9309", "no-cache", "floored", "scrapy-delay")
 BROAD_PAGES = 4
 
 
@@ -311,22 +319,26 @@ RESTART_MODES = ("no-cache", "cache-first", "cache-restart")
 
 
 def compare_broad(
-    host_counts: list[int], rounds: int, modes: tuple[str, ...], latency: float
+    host_counts: list[int],
+    rounds: int,
+    modes: tuple[str, ...],
+    latency: float,
+    per_host: int = BROAD_PAGES,
 ) -> None:
-    """Each of *modes* in turn, *rounds* times, on each host count; a ``cache-restart``
-    run reads the cache file the ``cache-first`` run before it wrote."""
-    import resource
-
+    """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
+    a host; a ``cache-restart`` run reads the cache file the ``cache-first`` run
+    before it wrote."""
     base = modes[0]
     print(
-        f"broad crawl: {BROAD_PAGES} pages per host, 64 concurrent requests, 2 per host, "
+        f"broad crawl: {per_host} pages per host, 64 concurrent requests, 2 per host, "
         f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds; GC: the "
         f"garbage collector's share of that CPU), "
         f"robots.txt requests sent"
     )
     print(
         f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs ' + base:>12} {'GC (s)':>7}"
-        f" {'wall (s)':>9} {'vs ' + base:>12} {'robots.txt':>10}"
+        f" {'wall (s)':>9} {'vs ' + base:>12} {'RSS (MiB)':>9} {'vs ' + base:>12}"
+        f" {'robots.txt':>10}"
     )
     for hosts in host_counts:
         port_file = Path("/tmp") / f"bench_broad_port_{time.time_ns()}"
@@ -351,13 +363,14 @@ def compare_broad(
             wall: dict[str, float] = {}
             collecting: dict[str, float] = {}
             robots: dict[str, int] = {}
+            rss: dict[str, float] = {}
             for _ in range(rounds):
                 cache = f"/tmp/bench_robots_{time.time_ns()}.sqlite"
                 for mode in modes:
                     port = floored_port if mode == "floored" else plain_port
                     urls = [
                         f"http://{address}:{port}/p/{n}"
-                        for n in range(BROAD_PAGES)
+                        for n in range(per_host)
                         for address in broad_addresses(hosts)
                     ]
                     urls_file = port_file.with_suffix(".urls")
@@ -385,13 +398,15 @@ def compare_broad(
                         cpu[mode], collecting[mode] = used, result["gc"]
                     wall[mode] = min(wall.get(mode, float("inf")), result["seconds"])
                     robots[mode] = result["robots"]
+                    rss[mode] = min(rss.get(mode, float("inf")), result["rss"])
                 for suffix in ("", "-wal", "-shm"):
                     Path(cache + suffix).unlink(missing_ok=True)
             for mode in modes:
                 print(
                     f"{hosts:>6} {mode:<13} {cpu[mode]:>8.1f} {cpu[mode] / cpu[base]:>11.2f}x"
                     f" {collecting[mode]:>7.1f} {wall[mode]:>9.1f}"
-                    f" {wall[mode] / wall[base]:>11.2f}x {robots[mode]:>10}"
+                    f" {wall[mode] / wall[base]:>11.2f}x {rss[mode]:>9.0f}"
+                    f" {rss[mode] / rss[base]:>11.2f}x {robots[mode]:>10}"
                 )
         finally:
             server.terminate()
@@ -424,6 +439,9 @@ def main() -> None:
     parser.add_argument(
         "--modes", nargs="+", help="the modes to compare (--broad; the first is the base)"
     )
+    parser.add_argument(
+        "--per-host", type=int, default=BROAD_PAGES, help="pages a host (--broad, --restart)"
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -434,7 +452,13 @@ def main() -> None:
         crawl(json.loads(Path(args.base).read_text()), {**broad, **json.loads(args.crawl_broad)})
     elif args.broad or args.restart:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
-        compare_broad(args.hosts, 1 if args.rounds == 5 else args.rounds, modes, args.latency)
+        compare_broad(
+            args.hosts,
+            1 if args.rounds == 5 else args.rounds,
+            modes,
+            args.latency,
+            args.per_host,
+        )
     elif args.serve:
         serve(args.serve)
     elif args.crawl:
