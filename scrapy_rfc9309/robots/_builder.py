@@ -102,11 +102,12 @@ _AS_WRITTEN = {
 }
 
 
-def parse_lines(lines: list[str], lenient: bool) -> Builder:
-    """The groups, sitemaps and ignored records of a file's lines, lexed here line
-    by line, rules added inline: a record object and a generator step per line were
-    half of a parse's time (``bench_core.py``'s parse figures).  A property test
-    holds it equal to the reference lexer of the tests (``tests/core/reference_lexer.py``)."""
+def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 1) -> None:
+    """Add to *builder* the groups, sitemaps and ignored records of *lines* (the
+    first numbered *first*), lexed here line by line, rules added inline: a record
+    object and a generator step per line were half of a parse's time
+    (``bench_core.py``'s parse figures).  A property test holds it equal to the
+    reference lexer of the tests (``tests/core/reference_lexer.py``)."""
     keys = lexer.LENIENT_KEYS if lenient else lexer.STANDARD_KEYS
     typos, ws, as_written = lexer.TYPO_KEYS, lexer.WHITESPACE, _AS_WRITTEN
     allow, rule_directives, user_agent = (
@@ -114,8 +115,7 @@ def parse_lines(lines: list[str], lenient: bool) -> Builder:
         (lexer.DISALLOW, lexer.ALLOW),
         lexer.USER_AGENT,
     )
-    builder = Builder()
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first):
         hash_at = line.find("#")
         if hash_at >= 0:
             line = line[:hash_at]
@@ -148,7 +148,6 @@ def parse_lines(lines: list[str], lenient: bool) -> Builder:
             builder.user_agent(number, value.strip(ws))
         else:
             builder.other(directive, number, value.strip(ws))
-    return builder
 
 
 #: How many ignored records a :class:`RobotsTxt` remembers (for reports).

@@ -5,6 +5,8 @@ itself, inline (a reference lexer in the tests holds it to the grammar).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 #: RFC 9309 §2.5: a crawler must parse at least the first 500 KiB.
 DEFAULT_MAX_BYTES = 512_000
 
@@ -80,6 +82,27 @@ def decode(body: bytes | str) -> str:
     if body.startswith(_UTF8_BOM):
         body = body[len(_UTF8_BOM) :]
     return body.decode("utf-8", "surrogateescape")
+
+
+#: The characters of text :func:`line_chunks` splits into lines at once.
+LINE_CHUNK = 65_536
+
+
+def line_chunks(text: str) -> Iterator[list[str]]:
+    """The lines of *text* (see :func:`split_lines`), about :data:`LINE_CHUNK`
+    characters of them at a time: a 500 KiB file's 30,000 line strings would
+    otherwise all be alive at once beside the rules made of them (1.6 MiB of a
+    parse's 5.8 MiB peak)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start = 0
+    while len(text) - start > LINE_CHUNK:
+        cut = text.find("\n", start + LINE_CHUNK)
+        if cut < 0:
+            break
+        yield text[start:cut].split("\n")
+        start = cut + 1
+    yield text[start:].split("\n")
 
 
 def split_lines(text: str) -> list[str]:

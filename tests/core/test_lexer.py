@@ -1,5 +1,7 @@
 """RFC 9309 §2.2 syntax: line ends, comments, BOM, encodings, the size limit (§2.5)."""
 
+from pathlib import Path
+
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import _lexer as lexer
 from tests.core import reference_lexer
@@ -98,3 +100,21 @@ def test_rfc_2_5_limit_on_an_exact_line_end_keeps_the_last_line():
 
 def test_truncate_reports_nothing_cut_for_small_bodies():
     assert lexer.truncate(b"abc", 10) == (b"abc", False)
+
+
+def _model(robots: RobotsTxt) -> tuple[object, ...]:
+    groups = [(g.agents, g.line, g.rules, g.crawl_delays, g.preferences) for g in robots.groups]
+    return groups, robots.sitemaps, robots.ignored, robots.lenient_lines
+
+
+def test_rfc_2_2_a_file_read_in_chunks_of_lines_is_the_file_read_whole(monkeypatch):
+    """Big files are split into lines a chunk at a time (not all line strings alive
+    at once): every line, line number and record is the same as read whole, with
+    chunk ends on LF, on CR and CRLF line ends, and inside a group."""
+    corpus = Path(__file__).resolve().parents[1] / "data" / "robots-corpus" / "files"
+    bodies = [path.read_bytes() for path in sorted(corpus.glob("*.txt"))[:40]]
+    bodies.append(b"User-agent: a\r\nDisallow: /x\rAllow: /y\r\n\r\nSitemap: /s\nCrawl-delay: x\n")
+    whole = [_model(RobotsTxt.parse(body)) for body in bodies]
+    for size in (1, 7, 64):
+        monkeypatch.setattr(lexer, "LINE_CHUNK", size)
+        assert [_model(RobotsTxt.parse(body)) for body in bodies] == whole, size
