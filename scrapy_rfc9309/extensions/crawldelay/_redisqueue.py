@@ -34,6 +34,7 @@ import asyncio
 import logging
 import ssl
 import uuid
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -215,7 +216,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends: list[tuple[str, float, bool, float]] = []
         self._client = _async_client(server)
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
-        self._tell_failed = False
+        self._warned = False
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
 
@@ -231,13 +232,53 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._left, self._counted_at = int(count or 0), now
 
     def push(self, request: Request) -> None:
-        self._none_before = 0.0  # its unit may be ready now
+        """Add *request* to its unit's list: through the pipelined asynchronous
+        connection when there is one (the command is written at the event loop's
+        next turn, not waited for), else with a blocking call."""
         self._left += 1
         keys = [self._hosts_key, self._count_key]
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [self._list_prefix, unit, encoded]
+        if self._client is not None and _loop_running():
+            self._in_background(self._pushed(keys, args))
+            return
+        self._none_before = 0.0  # its unit may be ready now
         self._scripts["push"](keys=keys, args=args)
+
+    async def _pushed(self, keys: list[str], args: list[str]) -> None:
+        try:
+            await self._evalsha("push", keys, args)
+        except Exception as exc:
+            self._say_once(f"The shared queue could not push a request without blocking ({exc})")
+            self._scripts["push"](keys=keys, args=args)  # raises if Redis is gone
+        self._none_before = 0.0  # its unit may be ready now
+
+    def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
+        future = asyncio.ensure_future(call)
+        self._calls.add(future)
+        future.add_done_callback(self._background_done)
+
+    def _background_done(self, future: asyncio.Future[None]) -> None:
+        self._calls.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            logger.error("The shared queue lost a request", exc_info=future.exception())
+
+    async def _evalsha(self, name: str, keys: list[str], args: list[Any]) -> None:
+        """Run the script *name* through the asynchronous connection."""
+        assert self._client is not None
+        script = self._scripts[name]
+        try:
+            await self._client.call("EVALSHA", script.sha, len(keys), *keys, *args)
+        except RedisReplyError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+            await self._client.call("EVAL", script.script, len(keys), *keys, *args)
+
+    def _say_once(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
         keys = [
@@ -294,28 +335,16 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._none_before = min(self._none_before, ready)
         if self._client is not None and _loop_running():
             keys = [self._hosts_key, self._count_key, self._floors_key]
-            call = asyncio.ensure_future(self._tell(keys, self._told_ends()))
-            self._calls.add(call)
-            call.add_done_callback(self._calls.discard)
+            self._in_background(self._tell(keys, self._told_ends()))
 
     async def _tell(self, keys: list[str], ends: list[str | int]) -> None:
-        assert self._client is not None
-        sha = self._scripts["ended"].sha
         try:
-            try:
-                await self._client.call("EVALSHA", sha, len(keys), *keys, *ends)
-            except RedisReplyError as exc:
-                if not str(exc).startswith("NOSCRIPT"):
-                    raise
-                await self._client.call("EVAL", _ENDED, len(keys), *keys, *ends)
+            await self._evalsha("ended", keys, ends)
         except Exception as exc:  # the unit's lease ends its hold all the same
-            if not self._tell_failed:
-                self._tell_failed = True
-                logger.warning(
-                    "The shared queue could not tell Redis a request ended (%s): its "
-                    "unit is held for the request's lease (said once)",
-                    exc,
-                )
+            self._say_once(
+                f"The shared queue could not tell Redis a request ended ({exc}): its "
+                "unit is held for the request's lease"
+            )
 
     def _told_ends(self) -> list[str | int]:
         """The ends noted since the last call, as the scripts take them (_ENDS)."""
@@ -327,9 +356,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends = []
         return told
 
-    def _flush(self, spider: Any = None) -> None:
-        """Tell Redis the ends no pop took (the crawl closes): the other processes
-        would otherwise wait for this one's units until their leases end."""
+    async def _flush(self, spider: Any = None) -> None:
+        """The crawl closes: wait for the pushes and ends in flight, and tell Redis
+        the ends no pop took (the other processes would otherwise wait for this
+        one's units until their leases end)."""
+        if self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
         if self._ends:
             keys = [self._hosts_key, self._count_key, self._floors_key]
             self._scripts["ended"](keys=keys, args=self._told_ends())
