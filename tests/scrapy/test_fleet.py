@@ -10,15 +10,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from time import monotonic
 
 import pytest
 import pytest_twisted
 import redis
+from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
+from scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch import Fetched
 from scrapy_rfc9309.downloadermiddlewares.robotstxt._fleet import SharedRobotsFetcher
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
+from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
 from tests.broad_site import BroadSite, addresses
 from tests.delay_proxy import DelayProxy
 from tests.helpers import on_loop
@@ -154,6 +158,9 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     # The others read it: the fleet's copy, or the one it keeps across restarts.
     read = ("fleet/robots_shared", "rfc9309/persistent_hit")
     assert sum(s.get(name, 0) for s in stats for name in read) >= 1
+    # One copy in Redis: the one kept across restarts (locks let go of).
+    stored = redis.Redis.from_url(fleet_redis).keys("rfc9309:robots*")
+    assert stored == [f"rfc9309:robots-kept:{{127.0.0.1}}:{site.url}".encode()]
     # End to start, robots.txt included, whichever process sent either request.
     gaps = page_gaps(site, robots_too=True)
     assert min(gaps) >= CRAWL_DELAY, gaps
@@ -252,6 +259,57 @@ async def test_a_copy_published_between_a_read_and_the_lock_is_used_not_fetched_
         f"rfc9309:robots:lock:{{127.0.0.1}}:{authority}"
     )
     assert left == 0  # the lock taken in vain is let go
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_fleet_that_keeps_robots_txt_publishes_it_there_and_an_unreachable_one_apart(
+    fleet_redis,
+):
+    """With the copy kept across restarts in the fleet's Redis, the fetching process
+    writes it there, once, and the others read it there; an unreachable result, which
+    is not kept, is published on its own key for the others."""
+    crawler = get_crawler(settings_dict={"FLEET_REDIS_URL": fleet_redis})
+    config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
+    body = b"User-agent: *\nDisallow: /x\n"
+
+    class Site:
+        fetches = 0
+
+        def __init__(self):
+            self.config = config
+
+        async def fetch(self, authority, previous=None, revalidate=None):
+            Site.fetches += 1
+            if "down" in authority:
+                entry = config.policy.unreachable(monotonic(), None, None)
+                return Fetched(entry, authority, Request(authority))
+            entry = config.policy.success(RobotsTxt.parse(body), monotonic(), 200)
+            return Fetched(entry, authority, Request(authority), body=body)
+
+    def process():
+        kept = RedisRobotsStore(fleet_redis, config.max_bytes)
+        return SharedRobotsFetcher(crawler, Site(), fleet_redis, kept), kept
+
+    async def scenario():
+        (a, a_kept), (b, b_kept) = process(), process()
+        try:
+            fetched = [await a.fetch(authority) for authority in ("http://up", "http://down")]
+            read = [await b.fetch(authority) for authority in ("http://up", "http://down")]
+            return fetched, read
+        finally:
+            for fetcher, kept in ((a, a_kept), (b, b_kept)):
+                fetcher.close()
+                kept.close()
+
+    fetched, read = await on_loop(scenario())
+    assert Site.fetches == 2  # each once, by process A
+    assert [f.kept for f in fetched] == [True, False]  # not written again by the kept layer
+    assert not read[0].entry.check("http://up/x", "TestBot").allowed
+    assert read[1].entry.outcome is FetchOutcome.UNREACHABLE
+    assert sorted(redis.Redis.from_url(fleet_redis).keys("rfc9309:robots*")) == [
+        b"rfc9309:robots-kept:{up}:http://up",
+        b"rfc9309:robots:{down}:http://down",
+    ]
 
 
 def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polite(site):

@@ -83,15 +83,19 @@ class RobotsTxtMiddleware:
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
         self.fetcher: Fetcher = RobotsFetcher(crawler, self.config)
         fleet = fleet_url(crawler.settings)
+        store, where = self._kept_store(fleet)
         if fleet:
-            self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet)
+            # The fleet's copy is the one it keeps across restarts, if it keeps one.
+            self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet, store)
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
         kept = "not kept across restarts"
         self.persistent: PersistentRobotsFetcher | None = None
-        if self.config.persistent_path is not None:
-            self.persistent = self.fetcher = self._persistent(crawler, self.fetcher, fleet)
+        if store is not None:
+            self.persistent = self.fetcher = PersistentRobotsFetcher(
+                crawler, self.fetcher, store, where
+            )
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
-            kept = f"kept across restarts in {self.fetcher.where}"
+            kept = f"kept across restarts in {where}"
         self._default_user_agent: str = crawler.settings.get("USER_AGENT") or ""
         #: Whose compiled rules the cache's memory estimates count.
         self._cache_user_agent = self.config.user_agent or self._default_user_agent
@@ -117,21 +121,17 @@ class RobotsTxtMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def _persistent(
-        self, crawler: Crawler, fetcher: Fetcher, fleet: str | None
-    ) -> PersistentRobotsFetcher:
+    def _kept_store(
+        self, fleet: str | None
+    ) -> tuple[RedisRobotsStore | SQLiteRobotsStore | None, str]:
+        """Where robots.txt is kept across restarts, if it is, and that place in words."""
         max_bytes = self.config.max_bytes
-        store: RedisRobotsStore | SQLiteRobotsStore
+        if self.config.persistent_path is None:
+            return None, ""
         if fleet:
-            store, where = (
-                RedisRobotsStore(fleet, max_bytes),
-                f"the fleet Redis {redacted_url(fleet)}",
-            )
-        else:
-            assert self.config.persistent_path is not None
-            store = SQLiteRobotsStore(self.config.persistent_path, max_bytes, time.time)
-            where = str(store.path)
-        return PersistentRobotsFetcher(crawler, fetcher, store, where)
+            return RedisRobotsStore(fleet, max_bytes), f"the fleet Redis {redacted_url(fleet)}"
+        store = SQLiteRobotsStore(self.config.persistent_path, max_bytes, time.time)
+        return store, str(store.path)
 
     # -- requests --------------------------------------------------------
 

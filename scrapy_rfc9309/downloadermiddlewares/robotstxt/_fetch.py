@@ -85,7 +85,8 @@ class Fetched:
     request (to the authority itself, for Scrapy's ``robots_parsed`` signal), the
     error that made it unreachable, the body a 2xx entry was parsed from, and the
     validators a later conditional request can send.  ``not_modified``: the site
-    answered 304 to a conditional request; the entry is the stored copy."""
+    answered 304 to a conditional request; the entry is the stored copy.  ``kept``:
+    the result is already in the store kept across restarts (the fleet's one copy)."""
 
     entry: RobotsEntry
     url: str
@@ -95,6 +96,7 @@ class Fetched:
     etag: str | None = None
     last_modified: str | None = None
     not_modified: bool = False
+    kept: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,20 @@ fetches and publishes, and the others wait for its copy (for at most the fetch's
 timeout and a margin: the lock expires then, so a process killed mid-fetch blocks
 nobody for longer).  If Redis fails, the process fetches by itself, as a lone
 process would (see :mod:`scrapy_rfc9309.fleet.health`).
+
+When the fleet keeps robots.txt across restarts (``RFC9309_PERSISTENT_CACHE``, in the
+same Redis), that copy is the fleet's only one: a fetch is published by writing it
+there, and read from there while it is fresh by this crawl's ``RFC9309_CACHE_TTL``.
+Only what is not kept (an unreachable site: the last good copy stays) is published
+as a separate, short-lived key.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from time import monotonic
+from time import time as wall_clock
 from typing import TYPE_CHECKING
 
 from scrapy import Request
@@ -19,8 +27,9 @@ from scrapy.http.request import NO_CALLBACK
 
 from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
-from ...robots import FetchOutcome, RobotsEntry
+from ...robots import FetchOutcome, RobotsEntry, StoreError
 from ._fetch import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
+from ._persistent import RobotsStore, kept_record
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -33,11 +42,15 @@ LOCK_MARGIN = 5.0
 
 
 class SharedRobotsFetcher:
-    def __init__(self, crawler: Crawler, fetcher: RobotsFetcher, url: str) -> None:
+    def __init__(
+        self, crawler: Crawler, fetcher: RobotsFetcher, url: str, kept: RobotsStore | None = None
+    ) -> None:
         self.fetcher = fetcher
         self.config = fetcher.config
         self.stats = crawler.stats
         self.shared = SharedRobots(url)
+        #: The store kept across restarts, in the fleet's Redis, if the crawl keeps one.
+        self.kept = kept
         self.health = fleet_health(crawler)
 
     async def fetch(
@@ -59,14 +72,14 @@ class SharedRobotsFetcher:
         lock_life = self.config.timeout + LOCK_MARGIN
         deadline = monotonic() + lock_life
         while True:
-            shared = await self.shared.get(authority)
+            shared = await self._read(authority)
             self.health.answered()
             if shared is None:
                 token = await self.shared.lock(authority, lock_life)
                 if token is not None:
                     # Read again: the process that fetched may have published, and let
                     # go of the lock, between the first read and the lock.
-                    shared = await self.shared.get(authority)
+                    shared = await self._read(authority)
                     if shared is None:
                         return await self._fetch_and_publish(authority, previous, revalidate, token)
                     await self.shared.release(authority, token)
@@ -77,6 +90,22 @@ class SharedRobotsFetcher:
                 return await self.fetcher.fetch(authority, previous, revalidate)
             await asyncio.sleep(POLL_INTERVAL)
 
+    async def _read(self, authority: str) -> SharedFetch | None:
+        """The fleet's current result for *authority*: the kept copy while it is
+        fresh, if the fleet keeps one, else what was published."""
+        if self.kept is not None:
+            try:
+                record = await self.kept.get(authority)
+            except StoreError as exc:
+                raise SharedRobotsError(str(exc)) from exc
+            now, ttl = wall_clock(), self.config.policy.cache_ttl
+            if record is not None and record.fresh(now, ttl):
+                fresh_for = record.fetched_at + ttl - now
+                return SharedFetch(
+                    record.outcome, record.status, record.body, fresh_for, record.reason
+                )
+        return await self.shared.get(authority)
+
     async def _fetch_and_publish(
         self,
         authority: str,
@@ -86,12 +115,25 @@ class SharedRobotsFetcher:
     ) -> Fetched:
         fetched = await self.fetcher.fetch(authority, previous, revalidate)
         try:
-            await self.shared.publish(authority, _to_shared(fetched), token)
+            fetched = await self._publish(authority, fetched, token)
         except SharedRobotsError as exc:  # fetched all the same: no second fetch
             self.health.failed(exc, "fleet/robots_error")
         else:
             self.stats.inc_value("fleet/robots_fetched")
         return fetched
+
+    async def _publish(self, authority: str, fetched: Fetched, token: str) -> Fetched:
+        record = kept_record(fetched, self.config.max_bytes) if self.kept is not None else None
+        if record is None:
+            await self.shared.publish(authority, _to_shared(fetched), token)
+            return fetched
+        assert self.kept is not None
+        try:
+            await self.kept.put(authority, record)
+        except StoreError as exc:
+            raise SharedRobotsError(str(exc)) from exc
+        await self.shared.release(authority, token)
+        return replace(fetched, kept=True)
 
     async def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
@@ -104,7 +146,7 @@ class SharedRobotsFetcher:
         )
         url = f"{authority}/robots.txt"
         request = Request(url, callback=NO_CALLBACK, dont_filter=True)
-        return Fetched(entry, url, request, body=shared.body)
+        return Fetched(entry, url, request, body=shared.body, kept=self.kept is not None)
 
     def close(self) -> None:
         self.shared.close()

@@ -106,20 +106,9 @@ class PersistentRobotsFetcher:
         return record
 
     async def _put(self, authority: str, fetched: Fetched) -> None:
-        entry = fetched.entry
-        if self._failed or entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE):
+        record = kept_record(fetched, self.config.max_bytes)
+        if self._failed or fetched.kept or record is None:
             return
-        body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
-        record = StoredRobots(
-            outcome=entry.outcome.value,
-            status=entry.status,
-            body=body[: self.config.max_bytes + 1] if body is not None else None,
-            fetched_at=wall_clock(),
-            ttl=entry.expires_at - entry.fetched_at,
-            etag=fetched.etag,
-            last_modified=fetched.last_modified,
-            reason=entry.reason,
-        )
         try:
             await self.store.put(authority, record)
         except StoreError as exc:
@@ -133,3 +122,22 @@ class PersistentRobotsFetcher:
 
     def close(self) -> None:
         self.store.close()
+
+
+def kept_record(fetched: Fetched, max_bytes: int) -> StoredRobots | None:
+    """What is kept across restarts of *fetched*, fetched now: ``None`` for an
+    unreachable site (the last good copy stays)."""
+    entry = fetched.entry
+    if entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE):
+        return None
+    body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
+    return StoredRobots(
+        outcome=entry.outcome.value,
+        status=entry.status,
+        body=body[: max_bytes + 1] if body is not None else None,
+        fetched_at=wall_clock(),
+        ttl=entry.expires_at - entry.fetched_at,
+        etag=fetched.etag,
+        last_modified=fetched.last_modified,
+        reason=entry.reason,
+    )
