@@ -4,15 +4,17 @@
 
 ``--dedupe``: the URLs go through the dupefilter.  ``--redis-spider``: a scrapy-redis
 ``RedisSpider`` that takes its start URLs from the Redis list ``pages:start_urls``
-(pushed by the caller; no URL arguments), as a fleet's processes do, follows the
-links of the pages it gets (through the fleet's queue), and closes after 2 idle
-seconds.  Used by tests that need a crawler they can kill, several crawler
+(pushed by the caller once every process has added one to ``pages:ready`` as its
+spider opened, then ``pages:started`` set; no URL arguments), as a fleet's processes
+do, follows the links of the pages it gets (through the fleet's queue), and closes
+after 2 idle seconds from then.  Used by tests that need a crawler they can kill, several crawler
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
 stats as JSON."""
 
 import json
 import sys
 import tempfile
+import time
 
 import scrapy
 from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
@@ -36,11 +38,27 @@ def redis_pages():
         name = "pages"
         redis_key = "pages:start_urls"
         max_idle_time = 2
+        started = False
+
+        def spider_idle(self):
+            # Idle time counts from the first idle moment after the caller pushed the
+            # start URLs: a process open before them, waiting for the others to
+            # start, is not idle.
+            if not self.started:
+                self.started = bool(self.server.exists("pages:started"))
+                self.spider_idle_start_time = int(time.time())
+            return super().spider_idle()
 
         def parse(self, response):
             yield from response.follow_all(css="a")
 
     return RedisPages
+
+
+def say_ready(spider):
+    import redis
+
+    redis.Redis.from_url(spider.settings["REDIS_URL"]).incr("pages:ready")
 
 
 def main() -> None:
@@ -61,6 +79,7 @@ def main() -> None:
     process = (AsyncCrawlerProcess if reactorless else CrawlerProcess)(settings)
     if mode == "--redis-spider":
         crawler = process.create_crawler(redis_pages())
+        crawler.signals.connect(say_ready, signal=scrapy.signals.spider_opened)
         process.crawl(crawler)
     else:
         crawler = process.create_crawler(Pages)

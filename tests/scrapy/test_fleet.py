@@ -55,15 +55,11 @@ def fleet_settings(redis_url, **extra):
 def start_fleet(settings, urls, processes=3):
     """*processes* crawls; process i sends ``User-Agent: TestBot/1.0 (i)``.  With
     scrapy-redis's scheduler, *urls* go to the fleet's start list (scrapy-redis's
-    RedisSpider); else each process crawls them all."""
-    if "SCHEDULER" in settings:
-        redis.Redis.from_url(settings["REDIS_URL"]).rpush(
-            "pages:start_urls", *(json.dumps({"url": url}) for url in urls)
-        )
-        mode, urls = "--redis-spider", []
-    else:
-        mode = "--dedupe"
-    return [
+    RedisSpider) once every process is up (one that starts late on a loaded machine
+    would otherwise find the crawl over, or close idle before the first pushes);
+    else each process crawls them all."""
+    mode = "--redis-spider" if "SCHEDULER" in settings else "--dedupe"
+    fleet = [
         subprocess.Popen(
             [
                 sys.executable,
@@ -71,7 +67,7 @@ def start_fleet(settings, urls, processes=3):
                 "tests.crawl_process",
                 mode,
                 json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
-                *urls,
+                *(urls if mode == "--dedupe" else []),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -80,6 +76,17 @@ def start_fleet(settings, urls, processes=3):
         )
         for number in range(processes)
     ]
+    if mode == "--redis-spider":
+        server = redis.Redis.from_url(settings["REDIS_URL"])
+        deadline = time.monotonic() + 60
+        while int(server.get("pages:ready") or 0) < processes:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in fleet), [
+                p.communicate()[1][-2000:] for p in fleet if p.poll() is not None
+            ]
+            time.sleep(0.05)
+        server.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in urls))
+        server.set("pages:started", 1)
+    return fleet
 
 
 def wait_all(fleet, timeout=120, logs=None):
