@@ -282,7 +282,33 @@ def bench_targets(files: dict[str, str], urls: dict[str, list[str]], repeat: int
         f"{'':<4}{'peak memory parsing that file':<52} {f'{peak:.2f}x protego':<34}"
         f" target <= 0.50x protego: {verdict}"
     )
+    out.append(hostile_held())
     return out
+
+
+def hostile_held() -> str:
+    """What the hostile 500 KiB files of :func:`worst_checks` hold once checked (the
+    worst shape), against their size, and the cache's estimate of it."""
+    url = "/ab" + "".join(map(str, range(1000)))[:2060]
+    worst = (0.0, "", 0.0)
+    for line in ("Disallow: /*{n}*ab", "Disallow: /*a{n}*b$", "Disallow: /{n}", "Disallow: /*{n}"):
+        text = hostile_file(line)
+        gc.collect()
+        tracemalloc.start()
+        robots = RobotsTxt.parse(text)
+        robots.check(url, "MyCrawler")
+        robots.check(url[:-1], "MyCrawler")
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        ratio = held / len(text.encode())
+        if ratio > worst[0]:
+            worst = (ratio, line[10:], robots.memory_estimate("MyCrawler") / held)
+        del robots
+    ratio, shape, estimate = worst
+    verdict = "met" if ratio <= 10 else "NOT met"
+    label = "hostile 500 KiB file held once checked"
+    figure = f"{ratio:.1f}x its size ({shape}); estimate {estimate:.2f}x"
+    return f"{'':<4}{label:<52} {figure:<34} target <= 10x: {verdict}"
 
 
 def bench_checks(files: dict[str, str], urls: dict[str, list[str]], repeat: int) -> list[str]:
