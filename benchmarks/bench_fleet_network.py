@@ -134,6 +134,7 @@ def run(
     breakdown: bool,
     hosts: int = HOSTS,
     pages: int = PAGES,
+    kept: bool = False,
 ) -> dict[str, float]:
     import redis
 
@@ -163,7 +164,7 @@ def run(
         "CONCURRENT_REQUESTS": 32,
         "LOG_LEVEL": "ERROR",
         "TELNETCONSOLE_ENABLED": False,
-        "RFC9309_PERSISTENT_CACHE": False,
+        "RFC9309_PERSISTENT_CACHE": kept,
     }
     try:
         fleet = [
@@ -218,7 +219,12 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=HOSTS)
     parser.add_argument("--pages", type=int, default=PAGES, help="pages a host")
     parser.add_argument(
-        "--breakdown", action="store_true", help="each process's synchronous calls by kind"
+        "--breakdown", action="store_true", help="each process's Redis calls by kind"
+    )
+    parser.add_argument(
+        "--kept",
+        action="store_true",
+        help="robots.txt kept across restarts (in the fleet's Redis), as by default",
     )
     parser.add_argument("--crawl", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -243,7 +249,16 @@ def main() -> None:
     try:
         for rtt in args.rtt:
             for queue in QUEUES:
-                r = run(queue, rtt, port, args.processes, args.breakdown, args.hosts, args.pages)
+                r = run(
+                    queue,
+                    rtt,
+                    port,
+                    args.processes,
+                    args.breakdown,
+                    args.hosts,
+                    args.pages,
+                    args.kept,
+                )
                 spread = "/".join(str(n) for n in r["per process"])
                 print(
                     f"{rtt:>3g}ms {queue:<27} {r['pages']:>5} {spread:>13} {r['sync']:>9.2f}"

@@ -23,7 +23,12 @@ from typing import Any
 
 from . import authority_key, fleet_client
 
-_GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+# The shared result and its lifetime left, and (with a second key) that key's value.
+_GET = """
+local other = false
+if KEYS[2] then other = redis.call('GET', KEYS[2]) end
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), other}
+"""
 # Publish the entry and release the lock, if this process still holds it.
 _PUBLISH = """
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -77,11 +82,18 @@ class SharedRobots:
 
     async def get(self, authority: str) -> SharedFetch | None:
         """The fleet's current result for *authority*, if any."""
-        key = authority_key(self.prefix, authority)
-        data, ttl_ms = await self._call("EVAL", _GET, 1, key)
+        return (await self.get_with(authority))[0]
+
+    async def get_with(
+        self, authority: str, other_key: str | None = None
+    ) -> tuple[SharedFetch | None, bytes | None]:
+        """:meth:`get`, and the value of *other_key* (a key tagged with the same host:
+        on the same shard) read in the same round trip."""
+        keys = [authority_key(self.prefix, authority), *([other_key] if other_key else [])]
+        data, ttl_ms, other = await self._call("EVAL", _GET, len(keys), *keys)
         if data is None or int(ttl_ms) <= 0:
-            return None
-        return SharedFetch.decode(data, int(ttl_ms) / 1000)
+            return None, other
+        return SharedFetch.decode(data, int(ttl_ms) / 1000), other
 
     async def lock(self, authority: str, seconds: float) -> str | None:
         """A token if this process may fetch *authority* now (for at most *seconds*)."""

@@ -213,10 +213,12 @@ class RedisRobotsStore:
         self.replaced: str | None = None
         self._redis = fleet_client(url, timeout)
 
-    async def get(self, authority: str) -> StoredRobots | None:
-        data = await self._call("GET", authority_key(self.prefix, authority))
-        if data is None:
-            return None
+    def key(self, authority: str) -> str:
+        """The key of *authority*'s record."""
+        return authority_key(self.prefix, authority)
+
+    def decode(self, data: bytes) -> StoredRobots | None:
+        """The record stored as *data*; ``None`` if it does not read back as written."""
         try:
             fields = json.loads(data)
             if fields.pop("version") != SCHEMA_VERSION:
@@ -228,8 +230,16 @@ class RedisRobotsStore:
             if not _valid(record, self.max_bytes) or record.digest() != digest:
                 raise ValueError("damaged")
         except (ValueError, TypeError, KeyError, AttributeError):
-            await self._call("DEL", authority_key(self.prefix, authority))
             return None
+        return record
+
+    async def get(self, authority: str) -> StoredRobots | None:
+        data = await self._call("GET", self.key(authority))
+        if data is None:
+            return None
+        record = self.decode(data)
+        if record is None:
+            await self._call("DEL", self.key(authority))
         return record
 
     async def put(self, authority: str, record: StoredRobots) -> None:
@@ -238,8 +248,7 @@ class RedisRobotsStore:
             fields["body"] = base64.b64encode(record.body).decode()
         fields.update(version=SCHEMA_VERSION, digest=record.digest())
         keep_ms = max(int(KEEP_FOR * 1000), 1)
-        key = authority_key(self.prefix, authority)
-        await self._call("SET", key, json.dumps(fields), "PX", keep_ms)
+        await self._call("SET", self.key(authority), json.dumps(fields), "PX", keep_ms)
 
     async def _call(self, *args: str | int) -> Any:
         try:

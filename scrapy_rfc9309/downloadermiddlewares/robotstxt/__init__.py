@@ -86,7 +86,8 @@ class RobotsTxtMiddleware:
         store, where = self._kept_store(fleet)
         if fleet:
             # The fleet's copy is the one it keeps across restarts, if it keeps one.
-            self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet, store)
+            shared_store = store if isinstance(store, RedisRobotsStore) else None
+            self.fetcher = SharedRobotsFetcher(crawler, self.fetcher, fleet, shared_store)
             crawler.signals.connect(self.fetcher.close, signal=signals.spider_closed)
         kept = "not kept across restarts"
         self.persistent: PersistentRobotsFetcher | None = None

@@ -27,9 +27,9 @@ from scrapy.http.request import NO_CALLBACK
 
 from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
-from ...robots import FetchOutcome, RobotsEntry, StoreError
+from ...robots import FetchOutcome, RedisRobotsStore, RobotsEntry, StoreError
 from ._fetch import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
-from ._persistent import RobotsStore, kept_record
+from ._persistent import kept_record
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,7 +43,11 @@ LOCK_MARGIN = 5.0
 
 class SharedRobotsFetcher:
     def __init__(
-        self, crawler: Crawler, fetcher: RobotsFetcher, url: str, kept: RobotsStore | None = None
+        self,
+        crawler: Crawler,
+        fetcher: RobotsFetcher,
+        url: str,
+        kept: RedisRobotsStore | None = None,
     ) -> None:
         self.fetcher = fetcher
         self.config = fetcher.config
@@ -92,19 +96,17 @@ class SharedRobotsFetcher:
 
     async def _read(self, authority: str) -> SharedFetch | None:
         """The fleet's current result for *authority*: the kept copy while it is
-        fresh, if the fleet keeps one, else what was published."""
-        if self.kept is not None:
-            try:
-                record = await self.kept.get(authority)
-            except StoreError as exc:
-                raise SharedRobotsError(str(exc)) from exc
-            now, ttl = wall_clock(), self.config.policy.cache_ttl
-            if record is not None and record.fresh(now, ttl):
-                fresh_for = record.fetched_at + ttl - now
-                return SharedFetch(
-                    record.outcome, record.status, record.body, fresh_for, record.reason
-                )
-        return await self.shared.get(authority)
+        fresh, if the fleet keeps one, else what was published (both read in one
+        round trip)."""
+        if self.kept is None:
+            return await self.shared.get(authority)
+        shared, data = await self.shared.get_with(authority, self.kept.key(authority))
+        record = self.kept.decode(data) if data is not None else None
+        now, ttl = wall_clock(), self.config.policy.cache_ttl
+        if record is None or not record.fresh(now, ttl):
+            return shared
+        fresh_for = record.fetched_at + ttl - now
+        return SharedFetch(record.outcome, record.status, record.body, fresh_for, record.reason)
 
     async def _fetch_and_publish(
         self,
