@@ -450,15 +450,23 @@ def quiet_after_429(site):
 def test_a_429_answered_to_one_process_holds_every_process(site, fleet_redis, robots, queue):
     site.route("/robots.txt", body=robots.encode())
     site.answer_first("/p/", Route(status=429, headers={"Retry-After": "3"}))
-    urls = [f"{site.url}/p/{i}" for i in range(10)]
+    urls = [f"{site.url}/p/{i}" for i in range(16)]
+    # Two requests in hand a process, so one process cannot take every page while the
+    # other, idle, waits for its engine's 5 s heartbeat to pull start URLs; 16 pages
+    # outlast two heartbeats even with the 3 s hold.
     settings = fleet_settings(
-        fleet_redis, DOMAINBUDGET_ENABLED=False, RETRY_ENABLED=True, BACKOFF_DELAY=0.1, **queue
+        fleet_redis,
+        DOMAINBUDGET_ENABLED=False,
+        RETRY_ENABLED=True,
+        BACKOFF_DELAY=0.1,
+        CONCURRENT_REQUESTS=2,
+        **queue,
     )
     stats = wait_all(start_fleet(settings, urls, processes=2))
     assert 429 in {hit.status for hit in site.hits}, (site.paths(), stats)
     quiet, later = quiet_after_429(site)
     assert quiet >= 3.0, [(round(h.time, 3), h.path, h.user_agent, h.status) for h in site.hits]
-    assert sum(hit.path.startswith("/p/") for hit in later) == 10  # the 429'd one retried
+    assert sum(hit.path.startswith("/p/") for hit in later) == len(urls)  # 429'd one retried
     if not queue:  # scrapy-redis's own queue: each process holds pages of the site
         agents = {hit.user_agent for hit in site.hits if hit.path.startswith("/p/")}
         assert agents == {"TestBot/1.0 (0)", "TestBot/1.0 (1)"}
