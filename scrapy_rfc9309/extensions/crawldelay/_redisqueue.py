@@ -7,25 +7,34 @@ Crawl-delay (and is lost if the process is killed), while the other processes fi
 the queue empty.  Here the queue keeps one list per politeness unit (a host by
 default, see :mod:`._units`) and a sorted set of the units by the time each may next
 be contacted, so a pop returns a request only of a unit that is ready for the whole
-fleet (when none is, the engine is woken when the first one will be, or within a
-second: another process may push a ready one meanwhile; see :mod:`._waker`):
+fleet (when none is, the engine is woken when the first one will be, or within half
+a second: another process may push a ready one meanwhile; see :mod:`._waker`):
 
 * a unit is held (not ready) from the pop of one of its requests until the process
   that took it says the request ended, then ready ``floor`` later; a unit whose floor
   no process knows yet (its robots.txt not read) is held the same way;
-* a unit known to have no floor stays ready: its requests are handed out in turns
-  with the other ready units;
+* a unit known to have no floor stays ready;
 * a unit that asked to slow down (see :mod:`._backoff`) is not ready before its hold
   ends, and is floored while it backs off;
 * a hold outlives its request by no more than ``DOWNLOAD_TIMEOUT`` and a margin (a
-  process killed mid-request holds its units no longer).
+  process killed mid-request holds its units no longer);
+* each unit has an owner, the process that takes its requests: given in turn to the
+  processes seen lately when the unit is first pushed, so the units, and with them
+  the pages, are shared evenly; a ready unit whose owner has not taken it within
+  :data:`GRACE` (it is busy, slow or gone) goes to the process that asks, which
+  owns it from then on.  (Without owners, a unit would go to whichever process asks
+  first when it becomes ready: Scrapy's engine asks after every response, so the
+  busiest process would take ever more.)
 
 So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
 synchronous round trip to the scrapy-redis Redis (``REDIS_URL``): a push and a pop a
-request, the ends of requests told by the next pop (the engine asks for one as soon
-as a request ends), and pops that find no unit ready only as often as waking on
-time needs.  Its key names add suffixes to scrapy-redis's queue key.
+request (the push through a pipelined asynchronous connection when redis-py's
+connection settings allow it), the ends of requests told the same way or by the next
+pop, and pops that find no unit ready only as often as waking on time needs: when
+the next unit is ready, or its owner's grace ends; when nothing is queued, every
+:data:`MAX_WAKE` (a unit pushed by another process may be this one's).  Its key
+names add suffixes to scrapy-redis's queue key.
 """
 
 from __future__ import annotations
@@ -55,16 +64,34 @@ except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-#: KEYS = hosts zset, count; ARGV = list key prefix, host, encoded request.
+#: This process is seen now; the processes seen lately are KEYS[5]'s members scored
+#: within ARGV[seen] microseconds (older ones are dropped).
+_SEEN = """
+redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[seen])))
+"""
+#: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV = list key prefix, host, this
+#: process's id, how long a process counts as seen (microseconds), encoded request.
+#: A new unit's owner: the processes seen lately, sorted, in turn.
 _PUSH = (
     _NOW
+    + "local seen = 4\n"
+    + _SEEN
     + """
-redis.call('RPUSH', ARGV[1] .. ARGV[2], ARGV[3])
+redis.call('RPUSH', ARGV[1] .. ARGV[2], ARGV[5])
 redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2])
+if redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2]) == 1 then
+  local processes = redis.call('ZRANGE', KEYS[5], 0, -1)
+  table.sort(processes)
+  local turn = redis.call('INCR', KEYS[6])
+  redis.call('HSET', KEYS[4], ARGV[2], processes[turn % #processes + 1])
+end
 return 1
 """
 )
+#: ARGV[3] = this process's id, ARGV[4] = how long a process counts as seen.  Returns
+#: the requests left.
+_COUNT = _NOW + "local seen = 4\n" + _SEEN + "return redis.call('GET', KEYS[2])\n"
 #: The ends of this process's requests since its last call, applied before a pop
 #: (or alone, at the close): from ARGV[first] on, groups of four: the unit, its floor
 #: (microseconds), whether the floor is known (1) or the request was dropped before
@@ -78,34 +105,32 @@ for i = first, #ARGV, 4 do
   redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', ready), ARGV[i])
 end
 """
-#: KEYS = hosts zset, count, floors hash; ARGV = the ends (see _ENDS).
+#: ARGV = the ends (see _ENDS).
 _ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
-#: KEYS = hosts zset, count, floors hash, takers hash, processes zset; ARGV = list key
-#: prefix, lease, this process's id, turn (microseconds), then the ends of this
-#: process's requests since its last call (see _ENDS).  Returns {request or false,
-#: microseconds until the next unit is ready or false, the requests left}.  A unit
-#: whose list the pop empties keeps its place (and its hold): a request pushed for it
-#: meanwhile waits for the hold too.  A ready unit with an empty list is dropped from
-#: the set when a pop meets it.  Turns: while other processes pop too (seen in the last
-#: 5 s), the process that took a unit's last request may take the next one only
-#: ``turn`` after the unit is ready; its own request's end would otherwise always make
-#: it the first to ask.
+#: ARGV = list key prefix, lease, this process's id, how long a process counts as
+#: seen, grace (microseconds), then the ends of this process's requests since its last call (see
+#: _ENDS).  Returns {request or false, microseconds until the next unit is ready or
+#: false, the requests left}.  A unit whose list the pop empties keeps its place (and
+#: its hold): a request pushed for it meanwhile waits for the hold too.  A ready unit
+#: with an empty list is dropped from the set (and loses its owner) when a pop meets
+#: it.  A ready unit another process owns is taken only once it has been ready for
+#: ``grace``, or its owner is no longer seen.
 _POP = (
     _NOW
-    + "local first = 5\n"
+    + "local first, seen = 6, 4\n"
     + _ENDS
+    + _SEEN
     + """
-redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', now - 5000000))
-local alone = redis.call('ZCARD', KEYS[5]) <= 1
-local turn = tonumber(ARGV[4])
+local grace = tonumber(ARGV[5])
 local soonest = false
 local ready = redis.call(
-  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 20)
+  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 50)
 for i = 1, #ready, 2 do
   local host, score = ready[i], tonumber(ready[i + 1])
-  if not alone and redis.call('HGET', KEYS[4], host) == ARGV[3] and now < score + turn then
-    local wait = score + turn - now
+  local owner = redis.call('HGET', KEYS[4], host)
+  local others = owner and owner ~= ARGV[3] and redis.call('ZSCORE', KEYS[5], owner)
+  if others and now < score + grace then
+    local wait = score + grace - now
     if not soonest or wait < soonest then soonest = wait end
   else
     local data = redis.call('LPOP', ARGV[1] .. host)
@@ -140,9 +165,12 @@ logger = logging.getLogger(__name__)
 #: When no unit is ready, the engine looks again after at most this long (seconds,
 #: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
 MAX_WAKE = 0.5
-#: How long the process that took a unit's last request lets the others take the next
-#: one first (seconds): longer than they take to look (see MAX_WAKE).
-TURN = 1.0
+#: How long a ready unit waits for its owner before another process may take it
+#: (seconds): longer than an idle owner takes to look (MAX_WAKE and the jitter).
+GRACE = 1.5
+#: A process that has not called for this long (seconds) owns no new unit, and its
+#: units go to whoever asks: it is gone, or idle past the engine's heartbeat.
+SEEN = 10.0
 
 
 def _loop_running() -> bool:
@@ -193,18 +221,26 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         # A request handed back would cost a push and a pop on the network: it waits
         # in the gate instead, unless it would wait longer than the engine's turn.
         self.politeness.requeue_after = HORIZON
-        self._hosts_key = f"{self.key}:hosts"
-        self._count_key = f"{self.key}:count"
-        self._floors_key = f"{self.key}:floors"
-        self._takers_key = f"{self.key}:takers"
-        self._processes_key = f"{self.key}:processes"
+        #: Every script's KEYS: the units by ready time (a sorted set), the requests
+        #: left, the units' floors, their owners (hashes), the processes seen lately
+        #: (a sorted set by when), and the count of units given an owner.
+        self.keys = [
+            f"{self.key}:{name}"
+            for name in ("hosts", "count", "floors", "owners", "processes", "assigned")
+        ]
         self._id = uuid.uuid4().hex
+        self._seen = int(SEEN * 1_000_000)
         self._list_prefix = f"{self.key}:host:"
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
         self._scripts = {
             name: server.register_script(script)
-            for name, script in (("push", _PUSH), ("pop", _POP), ("ended", _ENDED))
+            for name, script in (
+                ("push", _PUSH),
+                ("pop", _POP),
+                ("ended", _ENDED),
+                ("count", _COUNT),
+            )
         }
         self._reported: set[str] = set()  # units without a floor, already said so
         self._waker = EngineWaker(self.crawler)
@@ -225,7 +261,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         less than :data:`MAX_WAKE` ago (Scrapy asks after every request), else asked."""
         now = self.politeness.now()
         if now - self._counted_at > MAX_WAKE:
-            self._count(self.server.get(self._count_key), now)
+            args = ["", "", self._id, self._seen]
+            self._count(self._scripts["count"](keys=self.keys, args=args), now)
+            if not self._left:  # another process may push a unit this one owns
+                self._waker.wake_in(MAX_WAKE)
         return self._left
 
     def _count(self, count: Any, now: float) -> None:
@@ -236,22 +275,21 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         connection when there is one (the command is written at the event loop's
         next turn, not waited for), else with a blocking call."""
         self._left += 1
-        keys = [self._hosts_key, self._count_key]
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
-        args = [self._list_prefix, unit, encoded]
+        args = [self._list_prefix, unit, self._id, self._seen, encoded]
         if self._client is not None and _loop_running():
-            self._in_background(self._pushed(keys, args))
+            self._in_background(self._pushed(args))
             return
         self._none_before = 0.0  # its unit may be ready now
-        self._scripts["push"](keys=keys, args=args)
+        self._scripts["push"](keys=self.keys, args=args)
 
-    async def _pushed(self, keys: list[str], args: list[str]) -> None:
+    async def _pushed(self, args: list[Any]) -> None:
         try:
-            await self._evalsha("push", keys, args)
+            await self._evalsha("push", args)
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
-            self._scripts["push"](keys=keys, args=args)  # raises if Redis is gone
+            self._scripts["push"](keys=self.keys, args=args)  # raises if Redis is gone
         self._none_before = 0.0  # its unit may be ready now
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
@@ -264,10 +302,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not future.cancelled() and future.exception() is not None:
             logger.error("The shared queue lost a request", exc_info=future.exception())
 
-    async def _evalsha(self, name: str, keys: list[str], args: list[Any]) -> None:
+    async def _evalsha(self, name: str, args: list[Any]) -> None:
         """Run the script *name* through the asynchronous connection."""
         assert self._client is not None
-        script = self._scripts[name]
+        script, keys = self._scripts[name], self.keys
         try:
             await self._client.call("EVALSHA", script.sha, len(keys), *keys, *args)
         except RedisReplyError as exc:
@@ -281,20 +319,15 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
-        keys = [
-            self._hosts_key,
-            self._count_key,
-            self._floors_key,
-            self._takers_key,
-            self._processes_key,
-        ]
         now = self.politeness.now()
         if now < self._none_before and not self._ends:
-            return None  # Redis said nothing is ready before then, and nothing changed here
+            # Redis said nothing is ready before then, and nothing changed here.
+            self._waker.wake_in(self._none_before - now)
+            return None
         # Without the gate no end is seen: a unit is not held for a request's lease.
         lease = self._lease if self.politeness.tracking else 0
-        args = [self._list_prefix, lease, self._id, int(TURN * 1_000_000)]
-        data, wait, count = self._scripts["pop"](keys=keys, args=[*args, *self._told_ends()])
+        args = [self._list_prefix, lease, self._id, self._seen, int(GRACE * 1_000_000)]
+        data, wait, count = self._scripts["pop"](keys=self.keys, args=[*args, *self._told_ends()])
         self._count(count, now)
         if not data:
             # Nothing ready here before then (another process may push one): the
@@ -334,12 +367,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         ready = max(now + floor, self.politeness.held_until(unit))
         self._none_before = min(self._none_before, ready)
         if self._client is not None and _loop_running():
-            keys = [self._hosts_key, self._count_key, self._floors_key]
-            self._in_background(self._tell(keys, self._told_ends()))
+            self._in_background(self._tell(self._told_ends()))
 
-    async def _tell(self, keys: list[str], ends: list[str | int]) -> None:
+    async def _tell(self, ends: list[str | int]) -> None:
         try:
-            await self._evalsha("ended", keys, ends)
+            await self._evalsha("ended", ends)
         except Exception as exc:  # the unit's lease ends its hold all the same
             self._say_once(
                 f"The shared queue could not tell Redis a request ended ({exc}): its "
@@ -363,17 +395,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         if self._ends:
-            keys = [self._hosts_key, self._count_key, self._floors_key]
-            self._scripts["ended"](keys=keys, args=self._told_ends())
+            self._scripts["ended"](keys=self.keys, args=self._told_ends())
 
     def clear(self) -> None:
-        units = self.server.zrange(self._hosts_key, 0, -1)
+        units = self.server.zrange(self.keys[0], 0, -1)
         names = [self._list_prefix + unit.decode() for unit in units]
-        self.server.delete(
-            self._hosts_key,
-            self._count_key,
-            self._floors_key,
-            self._takers_key,
-            self._processes_key,
-            *names,
-        )
+        self.server.delete(*self.keys, *names)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import Request
@@ -29,23 +30,28 @@ logger = logging.getLogger(__name__)
 META_WAKE = "crawldelay_wake"
 
 
-#: A wake comes up to this much later than asked, at random (seconds), so that the
-#: processes of a fleet take turns at a unit that becomes ready: the one whose
-#: request just ended would otherwise always be the first to ask.
-JITTER = 0.5
+#: A wake comes up to this much later than asked, at random (seconds), so that a
+#: fleet's processes, woken for the same moment, do not all ask Redis at once.
+JITTER = 0.1
 
 
 class EngineWaker:
-    """One pending wake at most: the first asked for."""
+    """One pending wake at most: the earliest asked for."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._pending: CallLaterResult | None = None
+        self._due = 0.0
 
     def wake_in(self, seconds: float) -> None:
-        if self._pending is None:
-            delay = max(seconds, 0.01) + random.uniform(0.0, JITTER)
-            self._pending = call_later(delay, self._wake)
+        seconds = max(seconds, 0.01)
+        due = time.monotonic() + seconds
+        if self._pending is not None:
+            if self._due <= due:
+                return
+            self._pending.cancel()
+        self._due = due
+        self._pending = call_later(seconds + random.uniform(0.0, JITTER), self._wake)
 
     def _wake(self) -> None:
         self._pending = None
