@@ -6,13 +6,18 @@ Run from the repository root:  ``python benchmarks/bench_fleet_network.py``  (ne
 Three scrapy-redis crawler processes (scrapy-redis's scheduler and dupefilter, the
 add-on, ``FLEET_REDIS_URL``) crawl 200 loopback hosts, each with ``Crawl-delay: 1``
 and 2 pages, through one redis-server reached over a TCP proxy that adds a chosen
-round-trip time (half each way, order kept).  For the project's shared queue
-(``HostReadyRedisQueue``) and scrapy-redis's ``PriorityQueue`` side by side, at each
-round-trip time, printed per page: the synchronous Redis calls (redis-py, on the
-reactor's thread: each blocks it for a round trip; the dupefilter's aside, the same
-in both), the asynchronous ones (the fleet's pipelined client: spacing, robots.txt,
-budgets; they block nothing), the reactor time blocked, its share of the crawl's
-wall time, and the smallest gap between two requests to one host at the site.
+round-trip time (half each way, order kept).  The pages are links on hub pages
+(two a process, the start URLs), so they reach the processes through the shared
+queue, as a crawl's discovered links do, not through scrapy-redis's start list
+(which a process reads only when idle, a batch at a time); the pages printed
+include the hubs.  For the project's shared queue (``HostReadyRedisQueue``) and
+scrapy-redis's ``PriorityQueue`` side by side, at each round-trip time, printed per
+page: how many pages each process fetched, the synchronous Redis calls (redis-py, on
+the reactor's thread: each blocks it for a round trip; the dupefilter's aside, the
+same in both), the asynchronous ones (the fleet's pipelined client: spacing,
+robots.txt, budgets; they block nothing), the reactor time blocked, its share of
+the crawl's wall time, and the smallest gap between two requests to one host at the
+site.
 """
 
 from __future__ import annotations
@@ -261,10 +266,12 @@ def main() -> None:
         " Redis behind a proxy adding the round-trip time; per page: Redis calls blocking"
         " the reactor (dupefilter aside) and not, reactor time blocked; its share of the processes'"
         " time from their first page to their last;"
-        " the smallest gap at a host (robots.txt included)"
+        " the smallest gap at a host (robots.txt included); ±even: the process furthest"
+        " from an even share of the pages, how far"
     )
     print(
-        f"{'RTT':>5} {'queue':<27} {'pages':>5} {'per process':>13} {'blocking':>9}"
+        f"{'RTT':>5} {'queue':<27} {'pages':>5} {'per process':>13} {'±even':>6}"
+        f" {'blocking':>9}"
         f" {'async':>6} {'blocked':>9} {'share':>6} {'min gap':>8}"
     )
     try:
@@ -281,8 +288,11 @@ def main() -> None:
                     args.kept,
                 )
                 spread = "/".join(str(n) for n in r["per process"])
+                even = r["pages"] / len(r["per process"])
+                off = max(abs(n - even) for n in r["per process"]) / even
                 print(
-                    f"{rtt:>3g}ms {queue:<27} {r['pages']:>5} {spread:>13} {r['sync']:>9.2f}"
+                    f"{rtt:>3g}ms {queue:<27} {r['pages']:>5} {spread:>13} {off:>6.1%}"
+                    f" {r['sync']:>9.2f}"
                     f" {r['async']:>6.2f} {r['blocked_ms']:>7.2f}ms {r['share']:>6.1%}"
                     f" {r['min_gap']:>7.3f}s"
                 )

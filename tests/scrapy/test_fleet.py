@@ -369,8 +369,12 @@ def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, flee
     """The same fleet without FLEET_REDIS_URL: the site sees requests closer than its
     Crawl-delay (what the fleet setting is for)."""
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
-    urls = [f"{site.url}/p/{i}" for i in range(12)]
-    settings = fleet_settings(fleet_redis, FLEET_REDIS_URL=None, DOMAINBUDGET_ENABLED=False)
+    urls = [f"{site.url}/p/{i}" for i in range(24)]
+    # Two requests in hand a process: one process cannot take every page while the
+    # others wait for their engine's heartbeat to pull start URLs.
+    settings = fleet_settings(
+        fleet_redis, FLEET_REDIS_URL=None, DOMAINBUDGET_ENABLED=False, CONCURRENT_REQUESTS=2
+    )
     wait_all(start_fleet(settings, urls))
     assert min(page_gaps(site)) < 0.95 * CRAWL_DELAY
 
@@ -455,6 +459,7 @@ def test_a_polite_shared_queue_shares_the_hosts_and_their_pages_evenly(fleet_red
             fleet_redis,
             DOMAINBUDGET_ENABLED=False,
             SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+            CONCURRENT_REQUESTS=32,  # room for a process's every host at once
         )
         stats = wait_all(start_fleet(settings, [site.url(site.hosts[0], "/seed")]))
     finally:

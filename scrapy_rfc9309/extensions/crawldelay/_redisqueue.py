@@ -21,10 +21,11 @@ a second: another process may push a ready one meanwhile; see :mod:`._waker`):
 * each unit has an owner, the process that takes its requests: given in turn to the
   processes seen lately when the unit is first pushed, so the units, and with them
   the pages, are shared evenly; a ready unit whose owner has not taken it within
-  :data:`GRACE` (it is busy, slow or gone) goes to the process that asks, which
-  owns it from then on.  (Without owners, a unit would go to whichever process asks
-  first when it becomes ready: Scrapy's engine asks after every response, so the
-  busiest process would take ever more.)
+  :data:`GRACE` (it is busy or slow) goes to the process that asks, and keeps its
+  owner; a unit whose owner is no longer seen (gone) goes to the process that asks,
+  which owns it from then on.  (Without owners, a unit would go to whichever process
+  asks first when it becomes ready: Scrapy's engine asks after every response, so
+  the busiest process would take ever more.)
 
 So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
@@ -33,7 +34,7 @@ request (the push through a pipelined asynchronous connection when redis-py's
 connection settings allow it), the ends of requests told the same way or by the next
 pop, and pops that find no unit ready only as often as waking on time needs: when
 the next unit is ready, or its owner's grace ends; when nothing is queued, every
-:data:`MAX_WAKE` (a unit pushed by another process may be this one's).  Its key
+:data:`IDLE_WAKE` (a unit pushed by another process may be this one's).  Its key
 names add suffixes to scrapy-redis's queue key.
 """
 
@@ -70,6 +71,8 @@ _SEEN = """
 redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[seen])))
 """
+#: ARGV[3] = this process's id, ARGV[4] = how long a process counts as seen.
+_JOIN = _NOW + "local seen = 4\n" + _SEEN + "return 1\n"
 #: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV = list key prefix, host, this
 #: process's id, how long a process counts as seen (microseconds), encoded request.
 #: A new unit's owner: the processes seen lately, sorted, in turn.
@@ -89,9 +92,6 @@ end
 return 1
 """
 )
-#: ARGV[3] = this process's id, ARGV[4] = how long a process counts as seen.  Returns
-#: the requests left.
-_COUNT = _NOW + "local seen = 4\n" + _SEEN + "return redis.call('GET', KEYS[2])\n"
 #: The ends of this process's requests since its last call, applied before a pop
 #: (or alone, at the close): from ARGV[first] on, groups of four: the unit, its floor
 #: (microseconds), whether the floor is known (1) or the request was dropped before
@@ -114,7 +114,7 @@ _ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
 #: its hold): a request pushed for it meanwhile waits for the hold too.  A ready unit
 #: with an empty list is dropped from the set (and loses its owner) when a pop meets
 #: it.  A ready unit another process owns is taken only once it has been ready for
-#: ``grace``, or its owner is no longer seen.
+#: ``grace`` (the owner stays), or its owner is no longer seen (this one owns it).
 _POP = (
     _NOW
     + "local first, seen = 6, 4\n"
@@ -136,7 +136,7 @@ for i = 1, #ready, 2 do
     local data = redis.call('LPOP', ARGV[1] .. host)
     if data then
       redis.call('DECR', KEYS[2])
-      redis.call('HSET', KEYS[4], host, ARGV[3])
+      if not others then redis.call('HSET', KEYS[4], host, ARGV[3]) end
       local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
       local until_ = now
       if floor ~= 0 then until_ = now + tonumber(ARGV[2]) end
@@ -165,8 +165,10 @@ logger = logging.getLogger(__name__)
 #: When no unit is ready, the engine looks again after at most this long (seconds,
 #: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
 MAX_WAKE = 0.5
+#: While nothing is queued, the engine looks again this often (seconds).
+IDLE_WAKE = 1.0
 #: How long a ready unit waits for its owner before another process may take it
-#: (seconds): longer than an idle owner takes to look (MAX_WAKE and the jitter).
+#: (seconds): longer than an idle owner takes to look (IDLE_WAKE and the jitter).
 GRACE = 1.5
 #: A process that has not called for this long (seconds) owns no new unit, and its
 #: units go to whoever asks: it is gone, or idle past the engine's heartbeat.
@@ -239,7 +241,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                 ("push", _PUSH),
                 ("pop", _POP),
                 ("ended", _ENDED),
-                ("count", _COUNT),
+                ("join", _JOIN),
             )
         }
         self._reported: set[str] = set()  # units without a floor, already said so
@@ -255,16 +257,16 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._warned = False
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
+        # Seen from the start (scrapy-redis opens its queue as the crawl opens): the
+        # units pushed before this process's first pop are shared with it too.
+        self._scripts["join"](keys=self.keys, args=["", "", self._id, self._seen])
 
     def __len__(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
         less than :data:`MAX_WAKE` ago (Scrapy asks after every request), else asked."""
         now = self.politeness.now()
         if now - self._counted_at > MAX_WAKE:
-            args = ["", "", self._id, self._seen]
-            self._count(self._scripts["count"](keys=self.keys, args=args), now)
-            if not self._left:  # another process may push a unit this one owns
-                self._waker.wake_in(MAX_WAKE)
+            self._count(self.server.get(self.keys[1]), now)
         return self._left
 
     def _count(self, count: Any, now: float) -> None:
@@ -330,12 +332,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         data, wait, count = self._scripts["pop"](keys=self.keys, args=[*args, *self._told_ends()])
         self._count(count, now)
         if not data:
-            # Nothing ready here before then (another process may push one): the
-            # engine asks again after every request, which would be a call each.
-            seconds = min(int(wait) / 1_000_000, MAX_WAKE) if wait is not None else MAX_WAKE
+            # Nothing ready here before then: the engine asks again after every
+            # request, which would be a call each.  Nothing queued: another process
+            # may push a unit this one owns, which waits GRACE for it.
+            seconds = min(int(wait) / 1_000_000, MAX_WAKE) if wait is not None else IDLE_WAKE
             self._none_before = now + seconds
-            if wait is not None:
-                self._waker.wake_in(seconds)
+            self._waker.wake_in(seconds)
             return None
         request = request_from_dict(self.serializer.loads(data), spider=self.spider)
         self.politeness.released(request, self.politeness.unit(request))

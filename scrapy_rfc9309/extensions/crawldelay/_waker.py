@@ -55,7 +55,10 @@ class EngineWaker:
 
     def _wake(self) -> None:
         self._pending = None
-        engine = self.crawler.engine
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19: no engine yet (the crawl never started)
+            return
         if engine is None or not engine.running:
             return
         self.crawler.stats.inc_value("crawldelay/engine_wakes")
