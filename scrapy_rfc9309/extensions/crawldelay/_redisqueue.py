@@ -124,7 +124,7 @@ _POP = (
 local grace = tonumber(ARGV[5])
 local soonest = false
 local ready = redis.call(
-  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 50)
+  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 20)
 for i = 1, #ready, 2 do
   local host, score = ready[i], tonumber(ready[i + 1])
   local owner = redis.call('HGET', KEYS[4], host)
