@@ -261,7 +261,7 @@ _GROUP_BYTES = 360
 _AGENT_BYTES = 180
 _RULE_BYTES = 145
 _RULE_SET_BYTES = 1_750
-_COMPILED_BYTES = 490
+_COMPILED_BYTES = 470
 _COMPILED_CHAR_BYTES = 3
 
 #: A crawler with more rules than this has them compiled at its first check: a
