@@ -56,7 +56,8 @@ class Builder:
         #: How many lines were only understood thanks to lenient parsing.
         self.lenient_lines = 0
 
-    def user_agent(self, line: int, value: str) -> None:
+    def user_agent(self, line: int, value: str) -> Group:
+        """Add a user-agent line; returns the group it belongs to (maybe new)."""
         if self.current is None or self.in_rules:
             self.current, self.agents, self.in_rules = Group([], line), set(), False
             self.groups.append(self.current)
@@ -64,6 +65,7 @@ class Builder:
         if agent and agent not in self.agents:
             self.agents.add(agent)
             self.current.agents.append(agent)
+        return self.current
 
     def other(self, directive: str, line: int, value: str) -> None:
         """A record that is neither a rule nor a user-agent line."""
@@ -102,6 +104,14 @@ _AS_WRITTEN = {
 }
 
 
+#: The usual spellings of the rule keys, each with whether it allows.
+_RULES_AS_WRITTEN = {
+    spelling: directive == lexer.ALLOW
+    for spelling, directive in _AS_WRITTEN.items()
+    if directive in (lexer.DISALLOW, lexer.ALLOW)
+}
+
+
 def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 1) -> None:
     """Add to *builder* the groups, sitemaps and ignored records of *lines* (the
     first numbered *first*), lexed here line by line, rules added inline: a record
@@ -115,11 +125,23 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         (lexer.DISALLOW, lexer.ALLOW),
         lexer.USER_AGENT,
     )
+    rule_spellings = _RULES_AS_WRITTEN
+    # The builder's current group's rules and in_rules, kept here meanwhile.
+    append = builder.current.rules.append if builder.current is not None else None
+    in_rules = builder.in_rules
     for number, line in enumerate(lines, first):
         hash_at = line.find("#")
         if hash_at >= 0:
             line = line[:hash_at]
         key, colon, value = line.partition(":")
+        allows = rule_spellings.get(key) if colon else None
+        if allows is not None:  # most lines: a rule, its key as usually written
+            if append is not None:  # else before any user-agent line: no group
+                in_rules = True
+                value = value.strip(ws)
+                if value:
+                    append(new_rule((allows, value, number)))
+            continue
         if not colon:
             if not lenient:
                 continue
@@ -138,16 +160,18 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         elif not colon:
             builder.lenient_lines += 1
         if directive in rule_directives:
-            current = builder.current
-            if current is not None:  # else before any user-agent line: no group
-                builder.in_rules = True
+            if append is not None:  # else before any user-agent line: no group
+                in_rules = True
                 value = value.strip(ws)
                 if value:
-                    current.rules.append(new_rule((directive == allow, value, number)))
+                    append(new_rule((directive == allow, value, number)))
         elif directive == user_agent:
-            builder.user_agent(number, value.strip(ws))
+            builder.in_rules = in_rules
+            append = builder.user_agent(number, value.strip(ws)).rules.append
+            in_rules = builder.in_rules
         else:
             builder.other(directive, number, value.strip(ws))
+    builder.in_rules = in_rules
 
 
 #: How many ignored records a :class:`RobotsTxt` remembers (for reports).
