@@ -65,20 +65,20 @@ except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-#: This process is seen now; the processes seen lately are KEYS[5]'s members scored
-#: within ARGV[seen] microseconds (older ones are dropped).
+#: This process (ARGV[3]) is seen now; the processes seen lately are KEYS[5]'s members
+#: scored within ARGV[4] microseconds (older ones are dropped).  Every script that
+#: takes it has these two arguments there.
 _SEEN = """
 redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[seen])))
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[4])))
 """
 #: ARGV[3] = this process's id, ARGV[4] = how long a process counts as seen.
-_JOIN = _NOW + "local seen = 4\n" + _SEEN + "return 1\n"
+_JOIN = _NOW + _SEEN + "return 1\n"
 #: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV = list key prefix, host, this
 #: process's id, how long a process counts as seen (microseconds), encoded request.
 #: A new unit's owner: the processes seen lately, sorted, in turn.
 _PUSH = (
     _NOW
-    + "local seen = 4\n"
     + _SEEN
     + """
 redis.call('RPUSH', ARGV[1] .. ARGV[2], ARGV[5])
@@ -108,8 +108,8 @@ end
 #: ARGV = the ends (see _ENDS).
 _ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
 #: ARGV = list key prefix, lease, this process's id, how long a process counts as
-#: seen, grace (microseconds), then the ends of this process's requests since its last call (see
-#: _ENDS).  Returns {request or false, microseconds until the next unit is ready or
+#: seen, grace (microseconds), then the ends of this process's requests since its
+#: last call (see _ENDS).  Returns {request or false, microseconds until the next unit is ready or
 #: false, the requests left}.  A unit whose list the pop empties keeps its place (and
 #: its hold): a request pushed for it meanwhile waits for the hold too.  A ready unit
 #: with an empty list is dropped from the set (and loses its owner) when a pop meets
@@ -117,7 +117,7 @@ _ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
 #: ``grace`` (the owner stays), or its owner is no longer seen (this one owns it).
 _POP = (
     _NOW
-    + "local first, seen = 6, 4\n"
+    + "local first = 6\n"
     + _ENDS
     + _SEEN
     + """
@@ -171,7 +171,7 @@ IDLE_WAKE = 1.0
 #: (seconds): longer than an idle owner takes to look (IDLE_WAKE and the jitter).
 GRACE = 1.5
 #: A process that has not called for this long (seconds) owns no new unit, and its
-#: units go to whoever asks: it is gone, or idle past the engine's heartbeat.
+#: units go to whoever asks: it is gone (an idle one calls every IDLE_WAKE).
 SEEN = 10.0
 
 
