@@ -7,7 +7,8 @@
 (pushed by the caller once every process has added one to ``pages:ready`` as its
 spider opened, then ``pages:started`` set; no URL arguments), as a fleet's processes
 do, follows the links of the pages it gets (through the fleet's queue), and closes
-after 2 idle seconds from then.  Used by tests that need a crawler they can kill, several crawler
+after 2 idle seconds from then (``MAX_IDLE_TIME_BEFORE_CLOSE``, scrapy-redis's
+setting, to wait longer).  Used by tests that need a crawler they can kill, several crawler
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
 stats as JSON."""
 
@@ -37,7 +38,7 @@ def redis_pages():
     class RedisPages(RedisSpider):
         name = "pages"
         redis_key = "pages:start_urls"
-        max_idle_time = 2
+        max_idle_time = None  # MAX_IDLE_TIME_BEFORE_CLOSE: 2 unless the caller says
         started = False
 
         def spider_idle(self):
@@ -68,6 +69,7 @@ def main() -> None:
     settings_json, *urls = args
     defaults = {
         "LOG_LEVEL": "WARNING",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": 2,
         "TELNETCONSOLE_ENABLED": False,
         # A cache of this crawl's own unless the caller names one (tests share ports).
         "RFC9309_PERSISTENT_CACHE_PATH": tempfile.mktemp(suffix=".sqlite"),

@@ -460,6 +460,9 @@ def test_a_polite_shared_queue_shares_the_hosts_and_their_pages_evenly(fleet_red
             DOMAINBUDGET_ENABLED=False,
             SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
             CONCURRENT_REQUESTS=32,  # room for a process's every host at once
+            # A process idle while another fetches the seed stays for its hosts
+            # (closed, it would leave them to the others after their grace).
+            MAX_IDLE_TIME_BEFORE_CLOSE=6,
         )
         stats = wait_all(start_fleet(settings, [site.url(site.hosts[0], "/seed")]))
     finally:
