@@ -188,7 +188,7 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     server = redis.Redis.from_url(url)
     politeness(crawler).tracking = True  # as the gate does: it sees every end
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
-    queue.clear()  # an earlier run's process would take turns with this one
+    queue.clear()  # an earlier run's process would own units pushed here
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
     await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
     first = queue.pop()
