@@ -23,11 +23,18 @@ from typing import Any
 
 from . import authority_key, fleet_client
 
-# The shared result and its lifetime left, and (with a second key) that key's value.
-_GET = """
+# The shared result and its lifetime left.
+_GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+# The shared result, its lifetime left and (with a third key) that key's value; and
+# when there is no shared result, the lock (KEYS[2]) taken with token ARGV[1] for
+# ARGV[2] ms if it is free: 1 if taken.
+_READ_OR_LOCK = """
 local other = false
-if KEYS[2] then other = redis.call('GET', KEYS[2]) end
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), other}
+if KEYS[3] then other = redis.call('GET', KEYS[3]) end
+local data = redis.call('GET', KEYS[1])
+local locked = 0
+if not data and redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then locked = 1 end
+return {data, redis.call('PTTL', KEYS[1]), other, locked}
 """
 # Publish the entry and release the lock, if this process still holds it.
 _PUBLISH = """
@@ -82,18 +89,28 @@ class SharedRobots:
 
     async def get(self, authority: str) -> SharedFetch | None:
         """The fleet's current result for *authority*, if any."""
-        return (await self.get_with(authority))[0]
+        data, ttl_ms = await self._call("EVAL", _GET, 1, authority_key(self.prefix, authority))
+        return _decoded(data, ttl_ms)
 
-    async def get_with(
-        self, authority: str, other_key: str | None = None
-    ) -> tuple[SharedFetch | None, bytes | None]:
-        """:meth:`get`, and the value of *other_key* (a key tagged with the same host:
-        on the same shard) read in the same round trip."""
-        keys = [authority_key(self.prefix, authority), *([other_key] if other_key else [])]
-        data, ttl_ms, other = await self._call("EVAL", _GET, len(keys), *keys)
-        if data is None or int(ttl_ms) <= 0:
-            return None, other
-        return SharedFetch.decode(data, int(ttl_ms) / 1000), other
+    async def read_or_lock(
+        self, authority: str, seconds: float, other_key: str | None = None
+    ) -> tuple[SharedFetch | None, bytes | None, str | None]:
+        """:meth:`get`, the value of *other_key* (a key tagged with the same host: on
+        the same shard), and when the fleet has no result for *authority*, the lock
+        (see :meth:`lock`) if it is free, all in one round trip: ``(result,
+        other_key's value, token or None)``.  Atomic: no process can publish between
+        the read and the lock."""
+        token = secrets.token_hex(8)
+        keys = [
+            authority_key(self.prefix, authority),
+            authority_key(f"{self.prefix}:lock", authority),
+            *([other_key] if other_key else []),
+        ]
+        lock_ms = max(int(seconds * 1000), 1)
+        data, ttl_ms, other, locked = await self._call(
+            "EVAL", _READ_OR_LOCK, len(keys), *keys, token, lock_ms
+        )
+        return _decoded(data, ttl_ms), other, token if int(locked) else None
 
     async def lock(self, authority: str, seconds: float) -> str | None:
         """A token if this process may fetch *authority* now (for at most *seconds*)."""
@@ -125,3 +142,9 @@ class SharedRobots:
 
     def close(self) -> None:
         self._redis.close()
+
+
+def _decoded(data: bytes | None, ttl_ms: int) -> SharedFetch | None:
+    if data is None or int(ttl_ms) <= 0:
+        return None
+    return SharedFetch.decode(data, int(ttl_ms) / 1000)

@@ -218,12 +218,13 @@ def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_copy_published_between_a_read_and_the_lock_is_used_not_fetched_again(
+async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_fetched_again(
     fleet_redis,
 ):
-    """Process B reads no copy; process A, which held the lock, publishes its copy and
-    lets go of the lock; B then takes the lock.  B must use A's copy (the broad fleet
-    crawl above met this: two fetches of one robots.txt, 10 ms apart)."""
+    """Process A holds the lock; process B finds no copy and waits; A publishes its
+    copy and lets go of the lock.  B must use A's copy, not take the free lock and
+    fetch again (the broad fleet crawl above once met this: two fetches of one
+    robots.txt, 10 ms apart): B reads and locks in one atomic call."""
     crawler = get_crawler(settings_dict={"FLEET_REDIS_URL": fleet_redis})
     config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
 
@@ -240,33 +241,38 @@ async def test_a_copy_published_between_a_read_and_the_lock_is_used_not_fetched_
     fetcher = SharedRobotsFetcher(crawler, site, fleet_redis)
     process_a = SharedRobots(fleet_redis)
     authority = "http://a.example"
-    read = fetcher.shared.get
+    read_or_lock = fetcher.shared.read_or_lock
+    reads = []
 
-    async def read_then_a_publishes(key):
-        found = await read(key)
-        if found is None:
-            token = await process_a.lock(key, 5)
+    async def a_publishes_after_bs_first_read(key, seconds, other_key=None):
+        found = await read_or_lock(key, seconds, other_key)
+        reads.append(found)
+        if len(reads) == 1:
             body = b"User-agent: *\nDisallow: /x\n"
-            await process_a.publish(key, SharedFetch("success", 200, body, 60), token)
+            await process_a.publish(key, SharedFetch("success", 200, body, 60), a_token)
         return found
 
-    fetcher.shared.get = read_then_a_publishes
+    fetcher.shared.read_or_lock = a_publishes_after_bs_first_read
 
     async def scenario():
+        nonlocal a_token
         try:
+            a_token = await process_a.lock(authority, 5)
             return await fetcher.fetch(authority)
         finally:
             fetcher.close()
             process_a.close()
 
+    a_token = None
     fetched = await on_loop(scenario())
     assert Site.fetches == 0
+    assert reads[0] == (None, None, None)  # no copy, the lock A's
     assert not fetched.entry.check(f"{authority}/x", "TestBot").allowed
     assert crawler.stats.get_value("fleet/robots_shared") == 1
     left = redis.Redis.from_url(fleet_redis).exists(
         f"rfc9309:robots:lock:{{127.0.0.1}}:{authority}"
     )
-    assert left == 0  # the lock taken in vain is let go
+    assert left == 0  # A let go of it, and B took none
 
 
 @pytest_twisted.ensureDeferred

@@ -76,37 +76,37 @@ class SharedRobotsFetcher:
         lock_life = self.config.timeout + LOCK_MARGIN
         deadline = monotonic() + lock_life
         while True:
-            shared = await self._read(authority)
+            shared, token = await self._read_or_lock(authority, lock_life)
             self.health.answered()
-            if shared is None:
-                token = await self.shared.lock(authority, lock_life)
-                if token is not None:
-                    # Read again: the process that fetched may have published, and let
-                    # go of the lock, between the first read and the lock.
-                    shared = await self._read(authority)
-                    if shared is None:
-                        return await self._fetch_and_publish(authority, previous, revalidate, token)
-                    await self.shared.release(authority, token)
             if shared is not None:
+                if token is not None:  # the kept copy, fresh: taken in vain
+                    await self.shared.release(authority, token)
                 self.stats.inc_value("fleet/robots_shared")
                 return await self._from_shared(authority, shared, previous)
+            if token is not None:
+                return await self._fetch_and_publish(authority, previous, revalidate, token)
             if monotonic() > deadline:  # the holder is gone or stuck: fetch here
                 return await self.fetcher.fetch(authority, previous, revalidate)
             await asyncio.sleep(POLL_INTERVAL)
 
-    async def _read(self, authority: str) -> SharedFetch | None:
+    async def _read_or_lock(
+        self, authority: str, lock_life: float
+    ) -> tuple[SharedFetch | None, str | None]:
         """The fleet's current result for *authority*: the kept copy while it is
-        fresh, if the fleet keeps one, else what was published (both read in one
-        round trip)."""
-        if self.kept is None:
-            return await self.shared.get(authority)
-        shared, data = await self.shared.get_with(authority, self.kept.key(authority))
-        record = self.kept.decode(data) if data is not None else None
+        fresh, if the fleet keeps one, else what was published; and the lock, taken
+        when nothing was published (the kept copy's freshness is this crawl's to
+        judge), all in one round trip."""
+        kept_key = self.kept.key(authority) if self.kept is not None else None
+        shared, data, token = await self.shared.read_or_lock(authority, lock_life, kept_key)
+        if self.kept is None or data is None:
+            return shared, token
+        record = self.kept.decode(data)
         now, ttl = wall_clock(), self.config.policy.cache_ttl
         if record is None or not record.fresh(now, ttl):
-            return shared
+            return shared, token
         fresh_for = record.fetched_at + ttl - now
-        return SharedFetch(record.outcome, record.status, record.body, fresh_for, record.reason)
+        kept = SharedFetch(record.outcome, record.status, record.body, fresh_for, record.reason)
+        return kept, token
 
     async def _fetch_and_publish(
         self,
