@@ -134,43 +134,41 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         if hash_at >= 0:
             line = line[:hash_at]
         key, colon, value = line.partition(":")
+        # Most lines: a rule, its key as usually written (one lookup gives whether
+        # it allows).
         allows = rule_spellings.get(key) if colon else None
-        if allows is not None:  # most lines: a rule, its key as usually written
-            if append is not None:  # else before any user-agent line: no group
-                in_rules = True
-                value = value.strip(ws)
-                if value:
-                    append(new_rule((allows, value, number)))
-            continue
-        if not colon:
-            if not lenient:
-                continue
-            words = line.split()  # LENIENT: Google takes "Disallow /x" (two words)
-            if len(words) != 2:
-                continue
-            key, value = words
-        directive = as_written.get(key)
-        if directive is None:
-            key = key.strip(ws).lower()
-            directive = keys.get(key)
+        if allows is None:
+            if not colon:
+                if not lenient:
+                    continue
+                words = line.split()  # LENIENT: Google takes "Disallow /x" (two words)
+                if len(words) != 2:
+                    continue
+                key, value = words
+            directive = as_written.get(key)
             if directive is None:
-                continue  # unknown records change nothing
-            if not colon or key in typos:
+                key = key.strip(ws).lower()
+                directive = keys.get(key)
+                if directive is None:
+                    continue  # unknown records change nothing
+                if not colon or key in typos:
+                    builder.lenient_lines += 1
+            elif not colon:
                 builder.lenient_lines += 1
-        elif not colon:
-            builder.lenient_lines += 1
-        if directive in rule_directives:
-            if append is not None:  # else before any user-agent line: no group
-                in_rules = True
-                value = value.strip(ws)
-                if value:
-                    append(new_rule((directive == allow, value, number)))
-        elif directive == user_agent:
-            builder.in_rules = in_rules
-            append = builder.user_agent(number, value.strip(ws)).rules.append
-            in_rules = builder.in_rules
-        else:
-            builder.other(directive, number, value.strip(ws))
+            if directive == user_agent:
+                builder.in_rules = in_rules
+                append = builder.user_agent(number, value.strip(ws)).rules.append
+                in_rules = builder.in_rules
+                continue
+            if directive not in rule_directives:
+                builder.other(directive, number, value.strip(ws))
+                continue
+            allows = directive == allow
+        if append is not None:  # else before any user-agent line: no group
+            in_rules = True
+            value = value.strip(ws)
+            if value:
+                append(new_rule((allows, value, number)))
     builder.in_rules = in_rules
 
 
