@@ -23,8 +23,6 @@ from typing import Any
 
 from . import authority_key, fleet_client
 
-# The shared result and its lifetime left.
-_GET = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
 # The shared result, its lifetime left and (with a third key) that key's value; and
 # when there is no shared result, the lock (KEYS[2]) taken with token ARGV[1] for
 # ARGV[2] ms if it is free: 1 if taken.
@@ -87,16 +85,12 @@ class SharedRobots:
         self.prefix = prefix
         self._redis = fleet_client(url, timeout)
 
-    async def get(self, authority: str) -> SharedFetch | None:
-        """The fleet's current result for *authority*, if any."""
-        data, ttl_ms = await self._call("EVAL", _GET, 1, authority_key(self.prefix, authority))
-        return _decoded(data, ttl_ms)
-
     async def read_or_lock(
         self, authority: str, seconds: float, other_key: str | None = None
     ) -> tuple[SharedFetch | None, bytes | None, str | None]:
-        """:meth:`get`, the value of *other_key* (a key tagged with the same host: on
-        the same shard), and when the fleet has no result for *authority*, the lock
+        """The fleet's current result for *authority*, if any, the value of
+        *other_key* (a key tagged with the same host: on the same shard), and when
+        the fleet has no result, the lock
         (see :meth:`lock`) if it is free, all in one round trip: ``(result,
         other_key's value, token or None)``.  Atomic: no process can publish between
         the read and the lock."""
@@ -113,7 +107,8 @@ class SharedRobots:
         return _decoded(data, ttl_ms), other, token if int(locked) else None
 
     async def lock(self, authority: str, seconds: float) -> str | None:
-        """A token if this process may fetch *authority* now (for at most *seconds*)."""
+        """A token if this process may fetch *authority* now (for at most *seconds*),
+        whatever was published (:meth:`read_or_lock` takes it only when nothing was)."""
         token = secrets.token_hex(8)
         key = authority_key(f"{self.prefix}:lock", authority)
         reply = await self._call("SET", key, token, "NX", "PX", max(int(seconds * 1000), 1))

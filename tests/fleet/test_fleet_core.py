@@ -122,7 +122,7 @@ async def test_a_lock_left_by_a_dead_process_expires_and_publishing_releases_it(
         assert token is not None  # expired: another process may fetch
         fetch = SharedFetch("success", 200, b"User-agent: *\nDisallow: /x\n", ttl=60)
         await shared.publish("http://a.example", fetch, token)
-        found = await shared.get("http://a.example")
+        found, _, _ = await shared.read_or_lock("http://a.example", 5)
         relock = await shared.lock("http://a.example", 5)
         shared.close()
         return found, relock
