@@ -175,15 +175,20 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) >= 10
 
 
-@pytest.mark.parametrize("rtt", [0.0, 0.001], ids=["loopback", "1ms-network"])
+@pytest.mark.parametrize(
+    ("rtt", "queue"),
+    [(0.0, None), (0.001, None), (0.001, "scrapy_rfc9309.redisqueue.HostReadyRedisQueue")],
+    ids=["loopback", "1ms-network", "1ms-host-ready-queue"],
+)
 def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_included(
-    fleet_redis, rtt
+    fleet_redis, rtt, queue
 ):
     """The fleet in a broad crawl: 200 hosts on 127.0.x.y, each with a Crawl-delay,
     robots.txt fetched by whichever process comes first and pages by any: on every
     host's own clock, no two requests closer than the Crawl-delay; each robots.txt
     fetched once; never more pages in progress at the sites than the three processes'
-    places.  Also with Redis a network hop away (a proxy adding 1 ms a round trip)."""
+    places.  Also with Redis a network hop away (a proxy adding 1 ms a round trip),
+    and with the package's shared queue, whose hosts have owners."""
     hosts, pages = 200, 2
     if rtt:
         port = int(fleet_redis.rsplit(":", 1)[1].split("/")[0])
@@ -205,6 +210,7 @@ def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_
             DOMAINBUDGET_ENABLED=False,
             CONCURRENT_REQUESTS=16,
             REDIS_START_URLS_BATCH_SIZE=30,
+            **({"SCHEDULER_QUEUE_CLASS": queue} if queue else {}),
         )
         stats = wait_all(start_fleet(settings, urls))
     finally:
