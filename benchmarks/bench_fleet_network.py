@@ -23,6 +23,7 @@ site.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -53,7 +54,12 @@ def crawl_process(settings: dict[str, object]) -> None:
     from scrapy_redis.spiders import RedisSpider
 
     from scrapy_rfc9309._redis import PipelinedRedis
+    from scrapy_rfc9309.extensions.crawldelay import _redisqueue
 
+    scripts = {
+        hashlib.sha1(getattr(_redisqueue, f"_{name.upper()}").encode()).hexdigest(): name
+        for name in ("push", "pop", "ended", "join")
+    }
     counted = {"sync": 0, "sync_seconds": 0.0, "dupefilter": 0, "async": 0}
     kinds: dict[str, int] = {}
     main_thread = threading.main_thread()
@@ -71,9 +77,7 @@ def crawl_process(settings: dict[str, object]) -> None:
             else:
                 counted["sync"] += 1
                 counted["sync_seconds"] += time.perf_counter() - start
-                script = (
-                    {2: "push", 3: "ends", 5: "pop"}.get(args[2]) if args[0] == "EVALSHA" else None
-                )
+                script = scripts.get(str(args[1])) if args[0] == "EVALSHA" else None
                 name = f"script {script}" if script else f"{args[0]} {args[1:2]}"
                 kinds[name] = kinds.get(name, 0) + 1
 
@@ -82,8 +86,12 @@ def crawl_process(settings: dict[str, object]) -> None:
 
     async def counting(self, *args):  # type: ignore[no-untyped-def]
         counted["async"] += 1
-        if args[0] in ("EVALSHA", "EVAL"):
+        if args[0] == "EVALSHA" and args[1] in scripts:
+            name = f"async script {scripts[args[1]]}"
+        elif args[0] in ("EVALSHA", "EVAL"):
             name = "async " + str(args[3]).split(":{")[0].split(":")[-1]
+        elif args[0] == "BLPOP":
+            name = "async BLPOP wake"
         else:
             name = f"async {args[0]} " + str(args[1]).split(":{")[0].split(":")[-1]
         kinds[name] = kinds.get(name, 0) + 1
@@ -252,6 +260,9 @@ def main() -> None:
         action="store_true",
         help="robots.txt kept across restarts (in the fleet's Redis), as by default",
     )
+    parser.add_argument(
+        "--queue", choices=QUEUES, action="append", help="only this queue (repeatable)"
+    )
     parser.add_argument("--crawl", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crawl:
@@ -276,7 +287,7 @@ def main() -> None:
     )
     try:
         for rtt in args.rtt:
-            for queue in QUEUES:
+            for queue in args.queue or QUEUES:
                 r = run(
                     queue,
                     rtt,

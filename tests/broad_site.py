@@ -29,10 +29,16 @@ def _header(line: str) -> tuple[str, str]:
 
 class BroadSite:
     """*respond* answers every request of every host; other than robots.txt, each
-    answer is sent *page_time* seconds after the request came, and ``most_pages``
-    is the most such requests in progress at once, over all hosts."""
+    answer is sent *page_time* seconds after the request came (or ``page_time(host,
+    path)`` seconds), and ``most_pages`` is the most such requests in progress at
+    once, over all hosts."""
 
-    def __init__(self, hosts: list[str], respond: Responder, page_time: float = 0.0) -> None:
+    def __init__(
+        self,
+        hosts: list[str],
+        respond: Responder,
+        page_time: float | Callable[[str, str], float] = 0.0,
+    ) -> None:
         self.hosts = hosts
         self.respond = respond
         self.page_time = page_time
@@ -76,8 +82,11 @@ class BroadSite:
                         self._pages += 1
                         self.most_pages = max(self.most_pages, self._pages)
                 try:
-                    if page and self.page_time:
-                        await asyncio.sleep(self.page_time)
+                    wait = self.page_time
+                    if callable(wait):
+                        wait = wait(host, path)
+                    if page and wait:
+                        await asyncio.sleep(wait)
                     status, headers, body = self.respond(host, path, received)
                     lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]
                     lines += [f"{name}: {value}" for name, value in headers.items()]

@@ -51,6 +51,11 @@ def redis_pages():
             return super().spider_idle()
 
         def parse(self, response):
+            # The engine's wakes so far: those after the last page are the idle ones.
+            stats = self.crawler.stats
+            stats.set_value(
+                "test/wakes_by_last_page", stats.get_value("crawldelay/engine_wakes", 0)
+            )
             yield from response.follow_all(css="a")
 
     return RedisPages

@@ -201,6 +201,7 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
     await on_loop(asyncio.sleep(0.05))  # the end is told to Redis asynchronously
     assert queue.pop().url == "http://a.example/2"
+    await on_loop(queue.close())
 
 
 @pytest_twisted.ensureDeferred
@@ -248,4 +249,43 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     queue._none_before = 0.0  # ask Redis, whatever the last answer said
     assert queue.pop() is None
     assert Counting.calls == 10 + 1  # the pops, the last pop that found none
+    await on_loop(queue.close())
     queue.clear()
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(url):
+    """A pop looks at this process's own units first, then at those ready for the
+    grace that their owner did not take: however many of another process's ready
+    units come before it, a process's own ready unit is found, and the other's are
+    left to their owner."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    def queue():
+        crawler = get_crawler()
+        crawler.spider = crawler._create_spider("queue")
+        return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, "own", picklecompat)
+
+    def push(into, host):
+        into.push(Request(f"http://{host}/", meta={"download_slot": host}))
+
+    first = queue()
+    first.clear()  # the only process seen: it owns what it pushes now
+    for n in range(40):
+        push(first, f"first-{n}.example")
+    await on_loop(asyncio.sleep(0.1))  # pushed asynchronously
+    second = queue()  # seen from now on: new units go to the two in turn
+    push(first, "a.example")
+    push(first, "b.example")
+    await on_loop(asyncio.sleep(0.1))
+    # One of the two is its own (in turn), behind 40 of the other's ready units.
+    assert second.pop().url in ("http://a.example/", "http://b.example/")
+    assert second.pop() is None  # the other's, not taken before their grace ends
+    assert first.pop().url == "http://first-0.example/"
+    for each in (first, second):
+        await on_loop(each.close())
+    first.clear()

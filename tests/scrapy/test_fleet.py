@@ -490,6 +490,86 @@ def test_a_polite_shared_queue_shares_the_hosts_and_their_pages_evenly(fleet_red
     assert len(shared) <= hosts // 10, (len(shared), agents)
 
 
+def test_a_polite_shared_queue_wakes_an_idle_owner_at_once(fleet_redis):
+    """Two processes.  A chain of 5 slow pages (3 s each): each links the next and 4
+    new hosts' pages, the new hosts given to the two processes in turn.  Between two
+    waves, the process not fetching the chain's page has nothing to do: told through
+    its wake list at each push, it takes its hosts' pages before their grace ends.
+    (Looking only at Scrapy's heartbeat, every 5 s, it would find its pages of about
+    half of the waves taken by the other, which asks when its chain page ends.)"""
+    waves, links = 5, 4
+    fetched = Counter()  # the new hosts' pages, by user agent
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nAllow: /\n"
+        urls = []
+        if path.startswith("/s/"):
+            n = int(path[3:])
+            urls = [site.url(site.hosts[1 + n * links + k], "/q") for k in range(links)]
+            urls += [site.url(site.hosts[0], f"/s/{n + 1}")] if n + 1 < waves else []
+        else:
+            fetched[headers["user-agent"]] += 1
+        body = "".join(f'<a href="{url}">.</a>' for url in urls)
+        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+
+    def page_time(host, path):
+        return 3.0 if path.startswith("/s/") else 0.0
+
+    site = BroadSite(addresses(1 + waves * links, first=1100), respond, page_time)
+    try:
+        settings = fleet_settings(
+            fleet_redis,
+            DOMAINBUDGET_ENABLED=False,
+            SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+            # Idle seconds count from the first, and later pages do not reset them:
+            # a process with nothing to do between waves stays open through them all.
+            MAX_IDLE_TIME_BEFORE_CLOSE=20,
+        )
+        wait_all(start_fleet(settings, [site.url(site.hosts[0], "/s/0")], processes=2))
+    finally:
+        site.close()
+    assert sum(fetched.values()) == waves * links
+    # About 10 each (a wave's 5 new units go in turn); one taken after its grace, at most.
+    assert len(fetched) == 2 and min(fetched.values()) >= 8, fetched
+
+
+def test_a_polite_shared_queue_does_not_poll_while_nothing_is_queued(fleet_redis):
+    """Two processes, 30 hosts without a floor, one page each, linked from one seed
+    page: each process fetches its own hosts' pages; once nothing is queued, neither
+    wakes its engine but to see the last units' grace end (polling once a second,
+    each woke it 7 or 8 times in its 8 idle seconds)."""
+    hosts, pages = 30, Counter()
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nAllow: /\n"
+        body = ""
+        if path == "/seed":
+            body = "".join(f'<a href="{site.url(other, "/p")}">.</a>' for other in site.hosts)
+        else:
+            pages[headers["user-agent"]] += 1
+        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+
+    site = BroadSite(addresses(hosts, first=1000), respond)
+    try:
+        settings = fleet_settings(
+            fleet_redis,
+            DOMAINBUDGET_ENABLED=False,
+            SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+            CONCURRENT_REQUESTS=32,
+            MAX_IDLE_TIME_BEFORE_CLOSE=8,
+        )
+        fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
+        stats = wait_all(fleet)
+    finally:
+        site.close()
+    assert sum(pages.values()) == hosts
+    assert len(pages) == 2 and min(pages.values()) >= 12, pages  # 15 each
+    idle = [s.get("crawldelay/engine_wakes", 0) - s["test/wakes_by_last_page"] for s in stats]
+    assert max(idle) <= 3, idle
+
+
 def quiet_after_429(site):
     """The seconds from the site's 429 answer to its next request, from any process."""
     hits = sorted(site.hits, key=lambda hit: hit.time)

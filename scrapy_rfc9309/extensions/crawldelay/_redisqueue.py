@@ -65,94 +65,150 @@ except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-#: This process (ARGV[3]) is seen now; the processes seen lately are KEYS[5]'s members
-#: scored within ARGV[4] microseconds (older ones are dropped).  Every script that
-#: takes it has these two arguments there.
+#: Every script's ARGV begins so: the prefix of the units' list keys, the prefix of
+#: the processes' wake lists, this process's id, how long a process counts as seen
+#: (microseconds).  This process is seen now; the processes seen lately are
+#: KEYS[5]'s members scored within that time (older ones are dropped).
 _SEEN = """
 redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[4])))
 """
-#: ARGV[3] = this process's id, ARGV[4] = how long a process counts as seen.
+#: The units and their owners.  Each unit is in KEYS[1] by its ready time, and in
+#: its owner's own set (KEYS[4] .. ':' .. owner) by the same time, so that a pop
+#: finds the process's ready units however many others' are ready.
+_UNITS = """
+local function owned(process) return KEYS[4] .. ':' .. process end
+local function owner(unit)  -- its owner, if seen lately
+  local process = redis.call('HGET', KEYS[4], unit)
+  if process and redis.call('ZSCORE', KEYS[5], process) then return process end
+  return false
+end
+local function place(unit, time)  -- the unit's ready time, in both sets
+  local at = string.format('%.0f', time)
+  redis.call('ZADD', KEYS[1], at, unit)
+  local process = redis.call('HGET', KEYS[4], unit)
+  if process then redis.call('ZADD', owned(process), at, unit) end
+end
+local function give(unit, process)
+  local before = redis.call('HGET', KEYS[4], unit)
+  if before then redis.call('ZREM', owned(before), unit) end
+  redis.call('HSET', KEYS[4], unit, process)
+  redis.call('ZADD', owned(process), redis.call('ZSCORE', KEYS[1], unit), unit)
+end
+local function drop(unit)
+  redis.call('ZREM', KEYS[1], unit)
+  local process = redis.call('HGET', KEYS[4], unit)
+  if process then redis.call('ZREM', owned(process), unit) end
+  redis.call('HDEL', KEYS[4], unit)
+end
+local function wake(process)  -- another process is told to look (one item at most)
+  if process == ARGV[3] then return end
+  local key = ARGV[2] .. process
+  if redis.call('EXISTS', key) == 0 then redis.call('RPUSH', key, '1') end
+  redis.call('PEXPIRE', key, math.floor(tonumber(ARGV[4]) / 1000))
+end
+"""
+#: No more than the common ARGV.
 _JOIN = _NOW + _SEEN + "return 1\n"
-#: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV = list key prefix, host, this
-#: process's id, how long a process counts as seen (microseconds), encoded request.
-#: A new unit's owner: the processes seen lately, sorted, in turn.
+#: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV[5] = the unit, ARGV[6] = the
+#: encoded request.  A new unit, or one whose owner is gone, is given to the
+#: processes seen lately, sorted, in turn; a unit that had nothing queued wakes its
+#: owner.
 _PUSH = (
     _NOW
     + _SEEN
+    + _UNITS
     + """
-redis.call('RPUSH', ARGV[1] .. ARGV[2], ARGV[5])
+local unit = ARGV[5]
+local queued = redis.call('RPUSH', ARGV[1] .. unit, ARGV[6])
 redis.call('INCR', KEYS[2])
-if redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), ARGV[2]) == 1 then
+redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), unit)
+local process = owner(unit)
+if not process then
   local processes = redis.call('ZRANGE', KEYS[5], 0, -1)
   table.sort(processes)
-  local turn = redis.call('INCR', KEYS[6])
-  redis.call('HSET', KEYS[4], ARGV[2], processes[turn % #processes + 1])
+  process = processes[redis.call('INCR', KEYS[6]) % #processes + 1]
+  give(unit, process)
 end
+if queued == 1 then wake(process) end
 return 1
 """
 )
 #: The ends of this process's requests since its last call, applied before a pop
-#: (or alone, at the close): from ARGV[first] on, groups of four: the unit, its floor
+#: (or alone): from ARGV[first] on, groups of four: the unit, its floor
 #: (microseconds), whether the floor is known (1) or the request was dropped before
 #: the site saw it (0), and in how many microseconds from now the unit is ready (its
-#: floor after the request's end, or the end of its hold; less than 0: already).
-#: KEYS[1] = hosts zset, KEYS[3] = floors hash.
+#: floor after the request's end, or the end of its hold; less than 0: already).  A
+#: unit with requests queued wakes its owner, if another process; ``queued`` counts
+#: them.
 _ENDS = """
+local queued = 0
 for i = first, #ARGV, 4 do
-  if ARGV[i + 2] == '1' then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
-  local ready = now + tonumber(ARGV[i + 3])
-  redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', ready), ARGV[i])
-end
-"""
-#: ARGV = the ends (see _ENDS).
-_ENDED = _NOW + "local first = 1\n" + _ENDS + "return 1\n"
-#: ARGV = list key prefix, lease, this process's id, how long a process counts as
-#: seen, grace (microseconds), then the ends of this process's requests since its
-#: last call (see _ENDS).  Returns {request or false, microseconds until the next unit is ready or
-#: false, the requests left}.  A unit whose list the pop empties keeps its place (and
-#: its hold): a request pushed for it meanwhile waits for the hold too.  A ready unit
-#: with an empty list is dropped from the set (and loses its owner) when a pop meets
-#: it.  A ready unit another process owns is taken only once it has been ready for
-#: ``grace`` (the owner stays), or its owner is no longer seen (this one owns it).
-_POP = (
-    _NOW
-    + "local first = 6\n"
-    + _ENDS
-    + _SEEN
-    + """
-local grace = tonumber(ARGV[5])
-local soonest = false
-local ready = redis.call(
-  'ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now), 'WITHSCORES', 'LIMIT', 0, 20)
-for i = 1, #ready, 2 do
-  local host, score = ready[i], tonumber(ready[i + 1])
-  local owner = redis.call('HGET', KEYS[4], host)
-  local others = owner and owner ~= ARGV[3] and redis.call('ZSCORE', KEYS[5], owner)
-  if others and now < score + grace then
-    local wait = score + grace - now
-    if not soonest or wait < soonest then soonest = wait end
-  else
-    local data = redis.call('LPOP', ARGV[1] .. host)
-    if data then
-      redis.call('DECR', KEYS[2])
-      if not others then redis.call('HSET', KEYS[4], host, ARGV[3]) end
-      local floor = tonumber(redis.call('HGET', KEYS[3], host) or '-1')
-      local until_ = now
-      if floor ~= 0 then until_ = now + tonumber(ARGV[2]) end
-      redis.call('ZADD', KEYS[1], string.format('%.0f', until_), host)
-      return {data, false, redis.call('GET', KEYS[2])}
+  local unit = ARGV[i]
+  if ARGV[i + 2] == '1' then redis.call('HSET', KEYS[3], unit, ARGV[i + 1]) end
+  if redis.call('ZSCORE', KEYS[1], unit) then
+    place(unit, now + tonumber(ARGV[i + 3]))
+    if redis.call('LLEN', ARGV[1] .. unit) > 0 then
+      queued = queued + 1
+      local process = owner(unit)
+      if process then wake(process) end
     end
-    redis.call('ZREM', KEYS[1], host)
-    redis.call('HDEL', KEYS[4], host)
   end
 end
-local next = redis.call(
-  'ZRANGEBYSCORE', KEYS[1], string.format('(%.0f', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-if #next > 0 then
-  local wait = tonumber(next[2]) - now
-  if not soonest or wait < soonest then soonest = wait end
+"""
+#: ARGV[5:] = the ends (see _ENDS).  Returns how many of their units have requests
+#: queued.
+_ENDED = _NOW + _SEEN + _UNITS + "local first = 5\n" + _ENDS + "return queued\n"
+#: ARGV[5] = lease, ARGV[6] = grace (microseconds), then the ends of this process's
+#: requests since its last call (see _ENDS).  Returns {request or false,
+#: microseconds until a unit may be ready for this process or false, the requests
+#: left}.  The process takes a request of its own ready units, else of a unit ready
+#: for ``grace`` that its owner did not take (busy, slow or gone: a gone owner's
+#: unit becomes this process's).  A unit whose list the pop empties keeps its place
+#: (and its hold): a request pushed for it meanwhile waits for the hold too.  A
+#: ready unit with an empty list is dropped when a pop meets it.
+_POP = (
+    _NOW
+    + _SEEN
+    + _UNITS
+    + "local first = 7\n"
+    + _ENDS
+    + """
+local grace = tonumber(ARGV[6])
+local function take(unit)
+  local data = redis.call('LPOP', ARGV[1] .. unit)
+  if not data then
+    drop(unit)
+    return false
+  end
+  redis.call('DECR', KEYS[2])
+  local floor = tonumber(redis.call('HGET', KEYS[3], unit) or '-1')
+  if floor ~= 0 then place(unit, now + tonumber(ARGV[5])) else place(unit, now) end
+  return {data, false, redis.call('GET', KEYS[2])}
 end
+local function ready(key, before)
+  return redis.call('ZRANGEBYSCORE', key, '-inf', string.format('%.0f', before), 'LIMIT', 0, 20)
+end
+for _, unit in ipairs(ready(owned(ARGV[3]), now)) do
+  local taken = take(unit)
+  if taken then return taken end
+end
+for _, unit in ipairs(ready(KEYS[1], now - grace)) do
+  if not owner(unit) then give(unit, ARGV[3]) end
+  local taken = take(unit)
+  if taken then return taken end
+end
+local soonest = false
+local function after(key, from, plus)
+  local next = redis.call(
+    'ZRANGEBYSCORE', key, string.format('(%.0f', from), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #next > 0 then
+    local wait = tonumber(next[2]) + plus - now
+    if not soonest or wait < soonest then soonest = wait end
+  end
+end
+after(owned(ARGV[3]), now, 0)
+after(KEYS[1], now - grace, grace)
 local count = redis.call('GET', KEYS[2])
 if not soonest then return {false, false, count} end
 return {false, string.format('%.0f', soonest), count}
@@ -162,18 +218,21 @@ return {false, string.format('%.0f', soonest), count}
 
 logger = logging.getLogger(__name__)
 
-#: When no unit is ready, the engine looks again after at most this long (seconds,
-#: and a jitter: see :mod:`._waker`): other processes may push ready units meanwhile.
-MAX_WAKE = 0.5
-#: While nothing is queued, the engine looks again this often (seconds).
+#: The count of queued requests a pop brought back is used for this long (seconds).
+COUNT_FRESH = 0.5
+#: A process's wait on its wake list lasts at most this long (seconds); between two,
+#: it tells the fleet it is still there, if no other call of its did.
+LISTEN = 3
+#: Without a wake list (no asynchronous connection, or it failed), while nothing is
+#: queued the engine looks again this often (seconds).
 IDLE_WAKE = 1.0
 #: How long a ready unit waits for its owner before another process may take it
-#: (seconds): longer than an idle owner takes to look (IDLE_WAKE and the jitter),
-#: with room for a busy one (at 1.5 s, a process of a CPU-bound fleet fell up to 13%
+#: (seconds): longer than a woken owner takes to look (the waker's jitter), with
+#: room for a busy one (at 1.5 s, a process of a CPU-bound fleet fell up to 13%
 #: short of an even share of the pages in 2 runs of 20; at 2.5 s, within 1.2% in 6).
 GRACE = 2.5
 #: A process that has not called for this long (seconds) owns no new unit, and its
-#: units go to whoever asks: it is gone (an idle one calls every IDLE_WAKE).
+#: units go to whoever asks: it is gone (a running one calls every LISTEN at least).
 SEEN = 10.0
 
 
@@ -185,10 +244,10 @@ def _loop_running() -> bool:
     return True
 
 
-def _async_client(server: Any) -> PipelinedRedis | None:
+def _async_client(server: Any, timeout: float = 5.0) -> PipelinedRedis | None:
     """A pipelined asynchronous client to the Redis redis-py's *server* talks to, if
     it connects the way this package's client can (TCP, Unix socket, TLS with the
-    default certificate checks)."""
+    default certificate checks); a reply later than *timeout* seconds fails."""
     import redis
 
     pool = server.connection_pool
@@ -209,7 +268,7 @@ def _async_client(server: Any) -> PipelinedRedis | None:
             username=kwargs.get("username"),
             password=kwargs.get("password"),
             db=int(kwargs.get("db") or 0),
-            timeout=5.0,
+            timeout=timeout,
         )
     )
 
@@ -233,8 +292,15 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             for name in ("hosts", "count", "floors", "owners", "processes", "assigned")
         ]
         self._id = uuid.uuid4().hex
-        self._seen = int(SEEN * 1_000_000)
         self._list_prefix = f"{self.key}:host:"
+        self._wake_key = f"{self.key}:wake:{self._id}"
+        #: The ARGV every script begins with (see _SEEN).
+        self._argv: list[str | int] = [
+            self._list_prefix,
+            f"{self.key}:wake:",
+            self._id,
+            int(SEEN * 1_000_000),
+        ]
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
         self._scripts = {
@@ -250,24 +316,40 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._waker = EngineWaker(self.crawler)
         # What the last call said: no unit ready before then, and the requests left.
         self._none_before = 0.0
-        self._left, self._counted_at = 0, -MAX_WAKE
+        self._left, self._counted_at = 0, -COUNT_FRESH
+        self._called_at = 0.0  # this process's last call: the fleet saw it then
         # The ends of this process's requests, for its next call: (unit, floor, floor
         # known, when).
         self._ends: list[tuple[str, float, bool, float]] = []
         self._client = _async_client(server)
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
         self._warned = False
+        # Waiting on the wake list takes a connection of its own.
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = False  # the wake list is waited on
         self.politeness.on_finished.append(self._finished)
-        self.crawler.signals.connect(self._flush, signal=signals.spider_closed)
+        self.crawler.signals.connect(self.close, signal=signals.spider_closed)
         # Seen from the start (scrapy-redis opens its queue as the crawl opens): the
         # units pushed before this process's first pop are shared with it too.
-        self._scripts["join"](keys=self.keys, args=["", "", self._id, self._seen])
+        self._call("join", [])
+        self._start_listening()
+
+    def _start_listening(self) -> None:
+        """Wait on the wake list from now on, once an event loop runs."""
+        if self._listener is None and self._client is not None and _loop_running():
+            self._listener = asyncio.ensure_future(self._listen())
+            self._listening = True  # until a wait fails
+
+    def _call(self, name: str, args: list[Any]) -> Any:
+        """Run the script *name* with a blocking call."""
+        self._called_at = self.politeness.now()
+        return self._scripts[name](keys=self.keys, args=[*self._argv, *args])
 
     def __len__(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
-        less than :data:`MAX_WAKE` ago (Scrapy asks after every request), else asked."""
+        less than :data:`COUNT_FRESH` ago (Scrapy asks after every request), else asked."""
         now = self.politeness.now()
-        if now - self._counted_at > MAX_WAKE:
+        if now - self._counted_at > COUNT_FRESH:
             self._count(self.server.get(self.keys[1]), now)
         return self._left
 
@@ -281,19 +363,19 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._left += 1
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
-        args = [self._list_prefix, unit, self._id, self._seen, encoded]
+        args = [unit, encoded]
         if self._client is not None and _loop_running():
             self._in_background(self._pushed(args))
             return
         self._none_before = 0.0  # its unit may be ready now
-        self._scripts["push"](keys=self.keys, args=args)
+        self._call("push", args)
 
     async def _pushed(self, args: list[Any]) -> None:
         try:
-            await self._evalsha("push", args)
+            await self._evalsha(self._client, "push", args)
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
-            self._scripts["push"](keys=self.keys, args=args)  # raises if Redis is gone
+            self._call("push", args)  # raises if Redis is gone
         self._none_before = 0.0  # its unit may be ready now
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
@@ -306,16 +388,43 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not future.cancelled() and future.exception() is not None:
             logger.error("The shared queue lost a request", exc_info=future.exception())
 
-    async def _evalsha(self, name: str, args: list[Any]) -> None:
-        """Run the script *name* through the asynchronous connection."""
-        assert self._client is not None
-        script, keys = self._scripts[name], self.keys
+    async def _evalsha(self, client: PipelinedRedis | None, name: str, args: list[Any]) -> Any:
+        """Run the script *name* through an asynchronous connection; its reply."""
+        assert client is not None
+        self._called_at = self.politeness.now()
+        script, keys, argv = self._scripts[name], self.keys, self._argv
         try:
-            await self._client.call("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await client.call("EVALSHA", script.sha, len(keys), *keys, *argv, *args)
         except RedisReplyError as exc:
             if not str(exc).startswith("NOSCRIPT"):
                 raise
-            await self._client.call("EVAL", script.script, len(keys), *keys, *args)
+            return await client.call("EVAL", script.script, len(keys), *keys, *argv, *args)
+
+    async def _listen(self) -> None:
+        """Wait on this process's wake list, on a connection of its own, and have the
+        engine look when another process says a unit of this one's may be ready (it
+        pushed one, or ended a request of one with more queued).  Between two waits,
+        tell the fleet this process is still there, unless another call did.  While
+        the list cannot be waited on, the engine looks every :data:`IDLE_WAKE`."""
+        client = _async_client(self.server, timeout=LISTEN + 5.0)
+        assert client is not None  # as for self._client
+        try:
+            while True:
+                try:
+                    if self.politeness.now() - self._called_at >= LISTEN:
+                        await self._evalsha(client, "join", [])
+                    woken = await client.call("BLPOP", self._wake_key, LISTEN)
+                except Exception as exc:
+                    self._listening = False
+                    self._say_once(f"The shared queue could not wait on its wake list ({exc})")
+                    await asyncio.sleep(LISTEN)
+                    continue
+                self._listening = True
+                if woken is not None:
+                    self._none_before = 0.0
+                    self._waker.wake_in(0.0)
+        finally:
+            client.close()
 
     def _say_once(self, message: str) -> None:
         if not self._warned:
@@ -323,6 +432,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
+        self._start_listening()
         now = self.politeness.now()
         if now < self._none_before and not self._ends:
             # Redis said nothing is ready before then, and nothing changed here.
@@ -330,14 +440,22 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             return None
         # Without the gate no end is seen: a unit is not held for a request's lease.
         lease = self._lease if self.politeness.tracking else 0
-        args = [self._list_prefix, lease, self._id, self._seen, int(GRACE * 1_000_000)]
-        data, wait, count = self._scripts["pop"](keys=self.keys, args=[*args, *self._told_ends()])
+        args = [lease, int(GRACE * 1_000_000), *self._told_ends()]
+        data, wait, count = self._call("pop", args)
         self._count(count, now)
         if not data:
-            # Nothing ready here before then: the engine asks again after every
-            # request, which would be a call each.  Nothing queued: another process
-            # may push a unit this one owns, which waits GRACE for it.
-            seconds = min(int(wait) / 1_000_000, MAX_WAKE) if wait is not None else IDLE_WAKE
+            # Nothing ready here before *wait*: the engine asks again after every
+            # request, which would be a call each, so it is woken then.  Whatever
+            # another process makes ready for this one, it says through the wake
+            # list; without one, it is looked for every IDLE_WAKE.
+            if wait is not None:
+                seconds = int(wait) / 1_000_000
+                if not self._listening:
+                    seconds = min(seconds, IDLE_WAKE)
+            elif not self._listening:
+                seconds = IDLE_WAKE
+            else:
+                return None  # nothing known: Scrapy's heartbeat asks again
             self._none_before = now + seconds
             self._waker.wake_in(seconds)
             return None
@@ -367,20 +485,25 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         next pop (the engine asks for a request as soon as one ends)."""
         now = self.politeness.now()
         self._ends.append((unit, floor, known, now))
-        # The unit may be ready for this process before Redis said another would be.
-        ready = max(now + floor, self.politeness.held_until(unit))
-        self._none_before = min(self._none_before, ready)
         if self._client is not None and _loop_running():
-            self._in_background(self._tell(self._told_ends()))
+            ready = max(now + floor, self.politeness.held_until(unit))
+            self._in_background(self._tell(self._told_ends(), ready))
 
-    async def _tell(self, ends: list[str | int]) -> None:
+    async def _tell(self, ends: list[str | int], ready: float) -> None:
         try:
-            await self._evalsha("ended", ends)
+            queued = await self._evalsha(self._client, "ended", ends)
         except Exception as exc:  # the unit's lease ends its hold all the same
             self._say_once(
                 f"The shared queue could not tell Redis a request ended ({exc}): its "
                 "unit is held for the request's lease"
             )
+            return
+        if queued:
+            # The unit has requests queued, ready at *ready*: the engine asks Redis
+            # then (a pop meanwhile, as the engine asks when a request ends, may not
+            # have seen this end).
+            self._none_before = min(self._none_before, ready)
+            self._waker.wake_in(ready - self.politeness.now())
 
     def _told_ends(self) -> list[str | int]:
         """The ends noted since the last call, as the scripts take them (_ENDS)."""
@@ -392,16 +515,22 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends = []
         return told
 
-    async def _flush(self, spider: Any = None) -> None:
-        """The crawl closes: wait for the pushes and ends in flight, and tell Redis
-        the ends no pop took (the other processes would otherwise wait for this
-        one's units until their leases end)."""
+    async def close(self, spider: Any = None) -> None:
+        """The crawl closes: stop waiting on the wake list, wait for the pushes and
+        ends in flight, tell Redis the ends no pop took (the other processes would
+        otherwise wait for this one's units until their leases end), and leave the
+        fleet (its units go to the processes that ask, at once)."""
+        if self._listener is not None:
+            self._listener.cancel()
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         if self._ends:
-            self._scripts["ended"](keys=self.keys, args=self._told_ends())
+            self._call("ended", self._told_ends())
+        self.server.zrem(self.keys[4], self._id)
 
     def clear(self) -> None:
         units = self.server.zrange(self.keys[0], 0, -1)
         names = [self._list_prefix + unit.decode() for unit in units]
+        for pattern in (f"{self.keys[3]}:*", f"{self.key}:wake:*"):  # owners' sets, wakes
+            names += self.server.scan_iter(match=pattern)
         self.server.delete(*self.keys, *names)
