@@ -316,6 +316,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._waker = EngineWaker(self.crawler)
         # What the last call said: no unit ready before then, and the requests left.
         self._none_before = 0.0
+        self._pops = 0  # the pops that asked Redis, so far
         self._left, self._counted_at = 0, -COUNT_FRESH
         self._called_at = 0.0  # this process's last call: the fleet saw it then
         # The ends of this process's requests, for its next call: (unit, floor, floor
@@ -365,18 +366,23 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [unit, encoded]
         if self._client is not None and _loop_running():
-            self._in_background(self._pushed(args))
+            self._in_background(self._pushed(args, self._pops))
             return
         self._none_before = 0.0  # its unit may be ready now
         self._call("push", args)
 
-    async def _pushed(self, args: list[Any]) -> None:
+    async def _pushed(self, args: list[Any], pops: int) -> None:
         try:
             await self._evalsha(self._client, "push", args)
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
             self._call("push", args)  # raises if Redis is gone
-        self._none_before = 0.0  # its unit may be ready now
+        # Its unit may be ready now.  A pop since the push (the engine asks as soon as
+        # a request is scheduled) did not see it: the engine asks again.
+        if self._pops != pops:
+            self._look_at(self.politeness.now())
+        else:
+            self._none_before = 0.0
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
         future = asyncio.ensure_future(call)
@@ -421,8 +427,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                     continue
                 self._listening = True
                 if woken is not None:
-                    self._none_before = 0.0
-                    self._waker.wake_in(0.0)
+                    self._look_at(self.politeness.now())
         finally:
             client.close()
 
@@ -442,6 +447,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         lease = self._lease if self.politeness.tracking else 0
         args = [lease, int(GRACE * 1_000_000), *self._told_ends()]
         data, wait, count = self._call("pop", args)
+        self._pops += 1
         self._count(count, now)
         if not data:
             # Nothing ready here before *wait*: the engine asks again after every
@@ -502,8 +508,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             # The unit has requests queued, ready at *ready*: the engine asks Redis
             # then (a pop meanwhile, as the engine asks when a request ends, may not
             # have seen this end).
-            self._none_before = min(self._none_before, ready)
-            self._waker.wake_in(ready - self.politeness.now())
+            self._look_at(ready)
+
+    def _look_at(self, ready: float) -> None:
+        """A unit may be ready for this process at *ready* (on the politeness
+        clock): the engine asks Redis then."""
+        self._none_before = min(self._none_before, ready)
+        self._waker.wake_in(ready - self.politeness.now())
 
     def _told_ends(self) -> list[str | int]:
         """The ends noted since the last call, as the scripts take them (_ENDS)."""
