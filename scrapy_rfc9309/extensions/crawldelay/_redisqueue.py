@@ -7,8 +7,8 @@ Crawl-delay (and is lost if the process is killed), while the other processes fi
 the queue empty.  Here the queue keeps one list per politeness unit (a host by
 default, see :mod:`._units`) and a sorted set of the units by the time each may next
 be contacted, so a pop returns a request only of a unit that is ready for the whole
-fleet (when none is, the engine is woken when the first one will be, or within half
-a second: another process may push a ready one meanwhile; see :mod:`._waker`):
+fleet (when none is, the engine is woken when the first one will be; see
+:mod:`._waker`):
 
 * a unit is held (not ready) from the pop of one of its requests until the process
   that took it says the request ended, then ready ``floor`` later; a unit whose floor
@@ -21,11 +21,15 @@ a second: another process may push a ready one meanwhile; see :mod:`._waker`):
 * each unit has an owner, the process that takes its requests: given in turn to the
   processes seen lately when the unit is first pushed, so the units, and with them
   the pages, are shared evenly; a ready unit whose owner has not taken it within
-  :data:`GRACE` (it is busy or slow) goes to the process that asks, and keeps its
-  owner; a unit whose owner is no longer seen (gone) goes to the process that asks,
-  which owns it from then on.  (Without owners, a unit would go to whichever process
-  asks first when it becomes ready: Scrapy's engine asks after every response, so
-  the busiest process would take ever more.)
+  :data:`GRACE` (it is busy, slow or gone) goes to the process that asks, and keeps
+  its owner, unless the owner is no longer seen: then the taker owns it.  (Without
+  owners, a unit would go to whichever process asks first when it becomes ready:
+  Scrapy's engine asks after every response, so the busiest process would take ever
+  more.)
+* a process is told on its own wake list when another makes a unit of its ready
+  to take: a request pushed for it with nothing queued before, or a request of it
+  ended with more queued.  Each process waits on its list (asynchronously, on a
+  connection of its own), so none polls.
 
 So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
@@ -33,9 +37,8 @@ synchronous round trip to the scrapy-redis Redis (``REDIS_URL``): a push and a p
 request (the push through a pipelined asynchronous connection when redis-py's
 connection settings allow it), the ends of requests told the same way or by the next
 pop, and pops that find no unit ready only as often as waking on time needs: when
-the next unit is ready, or its owner's grace ends; when nothing is queued, every
-:data:`IDLE_WAKE` (a unit pushed by another process may be this one's).  Its key
-names add suffixes to scrapy-redis's queue key.
+the next unit of its own is ready, or another's grace ends, or a word comes on its
+wake list.  Its key names add suffixes to scrapy-redis's queue key.
 """
 
 from __future__ import annotations
