@@ -319,7 +319,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._waker = EngineWaker(self.crawler)
         # What the last call said: no unit ready before then, and the requests left.
         self._none_before = 0.0
-        self._pops = 0  # the pops that asked Redis, so far
         self._left, self._counted_at = 0, -COUNT_FRESH
         self._called_at = 0.0  # this process's last call: the fleet saw it then
         # The ends of this process's requests, for its next call: (unit, floor, floor
@@ -369,23 +368,20 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [unit, encoded]
         if self._client is not None and _loop_running():
-            self._in_background(self._pushed(args, self._pops))
+            self._in_background(self._pushed(args))
             return
         self._none_before = 0.0  # its unit may be ready now
         self._call("push", args)
 
-    async def _pushed(self, args: list[Any], pops: int) -> None:
+    async def _pushed(self, args: list[Any]) -> None:
         try:
             await self._evalsha(self._client, "push", args)
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
             self._call("push", args)  # raises if Redis is gone
-        # Its unit may be ready now.  A pop since the push (the engine asks as soon as
-        # a request is scheduled) did not see it: the engine asks again.
-        if self._pops != pops:
-            self._look_at(self.politeness.now())
-        else:
-            self._none_before = 0.0
+        # Its unit may be ready now; the engine's pop when the request was scheduled
+        # came before the push reached Redis: it asks again.
+        self._look_at(self.politeness.now())
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
         future = asyncio.ensure_future(call)
@@ -450,7 +446,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         lease = self._lease if self.politeness.tracking else 0
         args = [lease, int(GRACE * 1_000_000), *self._told_ends()]
         data, wait, count = self._call("pop", args)
-        self._pops += 1
         self._count(count, now)
         if not data:
             # Nothing ready here before *wait*: the engine asks again after every
