@@ -296,11 +296,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         ]
         self._id = uuid.uuid4().hex
         self._list_prefix = f"{self.key}:host:"
-        self._wake_key = f"{self.key}:wake:{self._id}"
+        wake_prefix = f"{self.key}:wake:"  # each process's wake list: this, its id
+        self._wake_key = wake_prefix + self._id
         #: The ARGV every script begins with (see _SEEN).
         self._argv: list[str | int] = [
             self._list_prefix,
-            f"{self.key}:wake:",
+            wake_prefix,
             self._id,
             int(SEEN * 1_000_000),
         ]
