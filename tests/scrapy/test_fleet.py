@@ -537,8 +537,8 @@ def test_a_polite_shared_queue_wakes_an_idle_owner_at_once(fleet_redis):
 def test_a_polite_shared_queue_does_not_poll_while_nothing_is_queued(fleet_redis):
     """Two processes, 30 hosts without a floor, one page each, linked from one seed
     page: each process fetches its own hosts' pages; once nothing is queued, neither
-    wakes its engine but to see the last units' grace end (polling once a second,
-    each woke it 7 or 8 times in its 8 idle seconds)."""
+    wakes its engine but to see the last units' grace end, a few times (polling once a
+    second, each would wake it about 10 times in its 12 idle seconds)."""
     hosts, pages = 30, Counter()
 
     def respond(host, path, headers):
@@ -558,7 +558,7 @@ def test_a_polite_shared_queue_does_not_poll_while_nothing_is_queued(fleet_redis
             DOMAINBUDGET_ENABLED=False,
             SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
             CONCURRENT_REQUESTS=32,
-            MAX_IDLE_TIME_BEFORE_CLOSE=8,
+            MAX_IDLE_TIME_BEFORE_CLOSE=12,
         )
         fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
         stats = wait_all(fleet)
@@ -567,7 +567,7 @@ def test_a_polite_shared_queue_does_not_poll_while_nothing_is_queued(fleet_redis
     assert sum(pages.values()) == hosts
     assert len(pages) == 2 and min(pages.values()) >= 12, pages  # 15 each
     idle = [s.get("crawldelay/engine_wakes", 0) - s["test/wakes_by_last_page"] for s in stats]
-    assert max(idle) <= 3, idle
+    assert max(idle) <= 5, idle
 
 
 def quiet_after_429(site):
