@@ -176,7 +176,7 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
 async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refills(url):
     """A request pushed for a host whose only request is out waits for that one to
     end (a host whose floor is not known yet goes one at a time, fleet-wide)."""
-    from scrapy import Request
+    from scrapy import Request, Spider
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
 
@@ -184,7 +184,7 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
 
     crawler = get_crawler()
-    crawler.spider = crawler._create_spider("queue")
+    crawler.spider = Spider.from_crawler(crawler, "queue")
     server = redis.Redis.from_url(url)
     politeness(crawler).tracking = True  # as the gate does: it sees every end
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
@@ -209,7 +209,7 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     """Each synchronous call of the queue blocks the reactor for a round trip: a
     request costs its pop; its push and its end are sent through the pipelined
     asynchronous connection (the end, without an event loop, with the next pop)."""
-    from scrapy import Request
+    from scrapy import Request, Spider
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
 
@@ -225,7 +225,7 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
             return super().execute_command(*args, **options)
 
     crawler = get_crawler()
-    crawler.spider = crawler._create_spider("queue")
+    crawler.spider = Spider.from_crawler(crawler, "queue")
     server = Counting.from_url(url)
     queue = HostReadyRedisQueue(server, crawler.spider, "calls", picklecompat)
     queue.clear()
@@ -253,34 +253,39 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     queue.clear()
 
 
+def shared_queue(url, key):
+    """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet."""
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    crawler = get_crawler()
+    crawler.spider = Spider.from_crawler(crawler, "queue")
+    return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, key, picklecompat)
+
+
+def push_for(queue, host):
+    from scrapy import Request
+
+    queue.push(Request(f"http://{host}/", meta={"download_slot": host}))
+
+
 @pytest_twisted.ensureDeferred
 async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(url):
     """A pop looks at this process's own units first, then at those ready for the
     grace that their owner did not take: however many of another process's ready
     units come before it, a process's own ready unit is found, and the other's are
     left to their owner."""
-    from scrapy import Request
-    from scrapy.utils.test import get_crawler
-    from scrapy_redis import picklecompat
-
-    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
-
-    def queue():
-        crawler = get_crawler()
-        crawler.spider = crawler._create_spider("queue")
-        return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, "own", picklecompat)
-
-    def push(into, host):
-        into.push(Request(f"http://{host}/", meta={"download_slot": host}))
-
-    first = queue()
+    first = shared_queue(url, "own")
     first.clear()  # the only process seen: it owns what it pushes now
     for n in range(40):
-        push(first, f"first-{n}.example")
+        push_for(first, f"first-{n}.example")
     await on_loop(asyncio.sleep(0.1))  # pushed asynchronously
-    second = queue()  # seen from now on: new units go to the two in turn
-    push(first, "a.example")
-    push(first, "b.example")
+    second = shared_queue(url, "own")  # seen from now on: new units go to the two in turn
+    push_for(first, "a.example")
+    push_for(first, "b.example")
     await on_loop(asyncio.sleep(0.1))
     # One of the two is its own (in turn), behind 40 of the other's ready units.
     assert second.pop().url in ("http://a.example/", "http://b.example/")
@@ -289,3 +294,22 @@ async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_anot
     for each in (first, second):
         await on_loop(each.close())
     first.clear()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
+    """A process whose crawl closes is given no new unit from then on: the units
+    pushed after it closed all go to the process still there (counted as there for
+    its SEEN seconds more, it would have been given every other one)."""
+    first = shared_queue(url, "leave")
+    first.clear()
+    assert first.pop() is None  # seen: it called
+    second = shared_queue(url, "leave")
+    await on_loop(first.close())
+    for n in range(4):
+        push_for(second, f"{n}.example")
+    await on_loop(asyncio.sleep(0.1))  # pushed asynchronously
+    taken = [second.pop() for _ in range(4)]
+    assert None not in taken
+    await on_loop(second.close())
+    second.clear()

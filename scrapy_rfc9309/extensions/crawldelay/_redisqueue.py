@@ -529,14 +529,25 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         """The crawl closes: stop waiting on the wake list, wait for the pushes and
         ends in flight, tell Redis the ends no pop took (the other processes would
         otherwise wait for this one's units until their leases end), and leave the
-        fleet (its units go to the processes that ask, at once)."""
+        fleet: no new unit is given to this process, and its units go to the
+        processes that ask once their grace ends."""
         if self._listener is not None:
             self._listener.cancel()
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
-        if self._ends:
-            self._call("ended", self._told_ends())
-        self.server.zrem(self.keys[4], self._id)
+        ends = self._told_ends()
+        if self._client is None:  # blocking, as every call of this process
+            if ends:
+                self._call("ended", ends)
+            self.server.zrem(self.keys[4], self._id)
+            return
+        try:
+            if ends:
+                await self._evalsha(self._client, "ended", ends)
+            await self._client.call("ZREM", self.keys[4], self._id)
+        except Exception as exc:  # the leases end the holds, and SEEN the stay
+            self._say_once(f"The shared queue could not tell Redis it closes ({exc})")
+        self._client.close()
 
     def clear(self) -> None:
         units = self.server.zrange(self.keys[0], 0, -1)
