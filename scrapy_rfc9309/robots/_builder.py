@@ -56,15 +56,10 @@ class Builder:
         #: How many lines were only understood thanks to lenient parsing.
         self.lenient_lines = 0
 
-    def user_agent(self, line: int, value: str) -> Group:
-        """Add a user-agent line; returns the group it belongs to (maybe new)."""
-        if self.current is None or self.in_rules:
-            self.current, self.agents, self.in_rules = Group([], line), set(), False
-            self.groups.append(self.current)
-        agent = STAR if _is_star(value) else group_name(value)
-        if agent and agent not in self.agents:
-            self.agents.add(agent)
-            self.current.agents.append(agent)
+    def start_group(self, line: int) -> Group:
+        """Start a group at a user-agent line that follows rules or no group (§2.1)."""
+        self.current, self.agents, self.in_rules = Group([], line), set(), False
+        self.groups.append(self.current)
         return self.current
 
     def other(self, directive: str, line: int, value: str) -> None:
@@ -126,8 +121,9 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         lexer.USER_AGENT,
     )
     rule_spellings = _RULES_AS_WRITTEN
-    # The builder's current group's rules and in_rules, kept here meanwhile.
-    append = builder.current.rules.append if builder.current is not None else None
+    # The builder's current group's rules, names and in_rules, kept here meanwhile.
+    group = builder.current
+    append = group.rules.append if group is not None else None
     in_rules = builder.in_rules
     for number, line in enumerate(lines, first):
         hash_at = line.find("#")
@@ -155,10 +151,18 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
                     builder.lenient_lines += 1
             elif not colon:
                 builder.lenient_lines += 1
-            if directive == user_agent:
-                builder.in_rules = in_rules
-                append = builder.user_agent(number, value.strip(ws)).rules.append
-                in_rules = builder.in_rules
+            if directive == user_agent:  # inline: some files have thousands
+                if group is None or in_rules:
+                    group, in_rules = builder.start_group(number), False
+                    append = group.rules.append
+                value = value.strip(ws)
+                if value.isalnum() and value.isascii():  # the usual case: "Googlebot"
+                    agent = value.lower()
+                else:
+                    agent = STAR if _is_star(value) else group_name(value)
+                if agent and agent not in builder.agents:
+                    builder.agents.add(agent)
+                    group.agents.append(agent)
                 continue
             if directive not in rule_directives:
                 builder.other(directive, number, value.strip(ws))

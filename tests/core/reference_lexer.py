@@ -20,6 +20,7 @@ from scrapy_rfc9309.robots._lexer import (
     split_lines,
 )
 from scrapy_rfc9309.robots._model import Rule
+from scrapy_rfc9309.robots._useragent import group_name
 
 
 class Record(NamedTuple):
@@ -78,7 +79,13 @@ def from_records(records: Iterable[Record], *, truncated: bool = False) -> Robot
                 if value:  # an empty pattern is no rule
                     builder.current.rules.append(Rule(directive == lexer.ALLOW, value, line))
         elif directive == lexer.USER_AGENT:
-            builder.user_agent(line, value)
+            if builder.current is None or builder.in_rules:
+                builder.start_group(line)
+            assert builder.current is not None
+            star = value == "*" or (value.startswith("*") and value[1:2].isspace())
+            agent = "*" if star else group_name(value)
+            if agent and agent not in builder.current.agents:
+                builder.current.agents.append(agent)
         else:
             builder.other(directive, line, value)
     return RobotsTxt.of(builder, truncated=truncated)
