@@ -11,7 +11,7 @@ from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, Verdict
 from ._onepass import first_check
 from ._pattern import canonical
 from ._preferences import NO_PREFERENCES, Preferences, applicable
-from ._prefixtree import RuleSet
+from ._prefixtree import LEAF_SIZE, RuleSet
 from ._useragent import product_token
 
 _AUTHORITY = re.compile(r"[^/?#]*")
@@ -146,7 +146,9 @@ class RobotsTxt:
                 estimate += sum(len(rule.pattern) for rule in group.rules)
             compiled = self.rules(user_agent)
             if compiled:
-                estimate += _RULE_SET_BYTES + _COMPILED_BYTES * len(compiled)
+                few = len(compiled) <= LEAF_SIZE  # one leaf, no index (see RuleSet)
+                estimate += _FEW_RULE_SET_BYTES if few else _RULE_SET_BYTES
+                estimate += (_FEW_COMPILED_BYTES if few else _COMPILED_BYTES) * len(compiled)
                 estimate += _COMPILED_CHAR_BYTES * sum(len(rule.pattern) for rule in compiled)
             self._memory_estimates[user_agent] = estimate
         return estimate
@@ -254,7 +256,8 @@ class RobotsTxt:
 #: relative squares to what ``tracemalloc`` saw: the object itself, a sitemap (and
 #: a byte a character), a group, one of its user-agents, a rule or preference line
 #: as parsed (and a byte a character), the crawler's rule set, each of its rules
-#: compiled and indexed, and each character of those.
+#: compiled and indexed, and each character of those; a rule set of at most
+#: ``LEAF_SIZE`` rules, and each of its rules.
 _BASE_BYTES = 1_600
 _SITEMAP_BYTES = 65
 _GROUP_BYTES = 360
@@ -263,6 +266,8 @@ _RULE_BYTES = 145
 _RULE_SET_BYTES = 1_750
 _COMPILED_BYTES = 470
 _COMPILED_CHAR_BYTES = 3
+_FEW_RULE_SET_BYTES = 800
+_FEW_COMPILED_BYTES = 290
 
 #: A crawler with more rules than this has them compiled at its first check: a
 #: second check would pay for the compiling then, more than any later check may cost.
