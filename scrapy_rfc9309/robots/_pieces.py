@@ -12,6 +12,13 @@ costs what the rules that could match do.
 Each candidate is then tried with its segments' first and last positions in the
 path, found once per check and shared by every rule that names the same segment
 (see :meth:`PieceIndex.first_match`).
+
+What it pays: a hostile file of 25,000 rules ``/*<n>*ab`` and a 2 KB URL holding
+their pieces, a later check takes 5.6 ms with the index against 62 ms with the
+rules left to the prefix tree (which tries every one of them at its root), and the
+rule set is built in 97 ms against 152 (``/*a<n>*b$``: 2.9 against 57 ms; a 2-core
+machine).  Files with fewer than :data:`~._prefixtree.PIECE_INDEX_AT` such rules
+do not use it.
 """
 
 from __future__ import annotations
