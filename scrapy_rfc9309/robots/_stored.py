@@ -78,11 +78,6 @@ def _valid(record: StoredRobots, max_bytes: int) -> bool:
 class SQLiteRobotsStore:
     """Stored robots.txt results in the SQLite file at *path* (created if missing).
 
-    Reads and writes asked for while the worker thread is busy (a broad crawl asks
-    for a new site's copy, and writes one, several times a second) go together in
-    its next batch: one thread hop and one transaction for them all, the writes
-    before the reads.  ``put`` returns once its record is committed.
-
     A file that is not an SQLite database, or is damaged, is moved aside (to
     ``<path>.corrupt``) and a new one made: :attr:`replaced` then says why.
     """
@@ -102,72 +97,10 @@ class SQLiteRobotsStore:
         self._now = now
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rfc9309-robots")
         self._connection: sqlite3.Connection | None = None
-        #: What the next batch reads and writes, with who waits for it.
-        self._reads: dict[str, list[asyncio.Future[StoredRobots | None]]] = {}
-        self._writes: dict[str, tuple[StoredRobots, list[asyncio.Future[None]]]] = {}
-        self._batching = False  # a batch is being gathered or run
-        self._closed = False
 
-    async def get(self, authority: str) -> StoredRobots | None:
-        future: asyncio.Future[StoredRobots | None] = self._loop().create_future()
-        self._reads.setdefault(authority, []).append(future)
-        return await future
-
-    async def put(self, authority: str, record: StoredRobots) -> None:
-        future: asyncio.Future[None] = self._loop().create_future()
-        _, waiting = self._writes.get(authority, (record, []))
-        waiting.append(future)
-        self._writes[authority] = (record, waiting)  # the last record asked for wins
-        await future
-
-    def _loop(self) -> asyncio.AbstractEventLoop:
-        """The running loop, with a batch started on it unless one is under way."""
+    async def _run(self, call: Callable[[], _T]) -> _T:
         loop = asyncio.get_running_loop()
-        if not self._batching:
-            self._start_batch(loop)
-        return loop
-
-    def _start_batch(self, loop: asyncio.AbstractEventLoop) -> None:
-        # Once the callbacks due now have run, so that what they ask for joins it.
-        self._batching = True
-        loop.call_soon(self._run_batch, loop)
-
-    def _run_batch(self, loop: asyncio.AbstractEventLoop) -> None:
-        reads, self._reads = self._reads, {}
-        writes, self._writes = self._writes, {}
-        if self._closed:
-            self._answer(loop, None, reads, writes)
-            return
-        records = {authority: record for authority, (record, _) in writes.items()}
-        done = loop.run_in_executor(
-            self._executor, self._guarded, lambda: self._batch(records, list(reads))
-        )
-        done.add_done_callback(lambda finished: self._answer(loop, finished, reads, writes))
-
-    def _answer(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        finished: asyncio.Future[dict[str, StoredRobots]] | None,
-        reads: dict[str, list[asyncio.Future[StoredRobots | None]]],
-        writes: dict[str, tuple[StoredRobots, list[asyncio.Future[None]]]],
-    ) -> None:
-        """Give each waiting read its record and each write its end (or the batch's
-        error; a *finished* of ``None``: the store was closed)."""
-        error = StoreError(f"robots.txt cache {self.path}: closed")
-        if finished is not None:
-            error = finished.exception()  # type: ignore[assignment]
-        found: dict[str, StoredRobots] = {}
-        if finished is not None and error is None:
-            found = finished.result()
-        for authority, waiting in reads.items():
-            for future in waiting:
-                _settle(future, found.get(authority), error)
-        for _, waiting_writes in writes.values():
-            for write in waiting_writes:
-                _settle(write, None, error)
-        self._batching = False
-        if self._reads or self._writes:  # asked for while this batch ran
-            self._start_batch(loop)
+        return await loop.run_in_executor(self._executor, self._guarded, call)
 
     def _guarded(self, call: Callable[[], _T]) -> _T:
         try:
@@ -206,49 +139,49 @@ class SQLiteRobotsStore:
         self.path.replace(f"{self.path}.corrupt")
         self.replaced = f"{exc}; moved to {self.path}.corrupt"
 
-    def _batch(
-        self, records: dict[str, StoredRobots], authorities: list[str]
-    ) -> dict[str, StoredRobots]:
-        """Write *records* in one transaction, then read the records of *authorities*
-        (on the worker thread)."""
-        connection = self._connection
-        assert connection is not None
-        if records:
-            rows = [(authority, *_row_of(record)) for authority, record in records.items()]
-            with connection:  # one transaction, rolled back if a statement fails
-                connection.execute("BEGIN")
-                connection.executemany(
-                    f"INSERT OR REPLACE INTO robots (authority, {self._COLUMNS})"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-        found = {}
-        for start in range(0, len(authorities), _READ_AT_ONCE):
-            some = authorities[start : start + _READ_AT_ONCE]
-            marks = ", ".join("?" * len(some))
-            for authority, *row in connection.execute(
-                f"SELECT authority, {self._COLUMNS} FROM robots WHERE authority IN ({marks})",
-                some,
-            ):
-                record = self._record(row)
-                if record is None:
-                    connection.execute("DELETE FROM robots WHERE authority = ?", (authority,))
-                else:
-                    found[authority] = record
-        return found
+    async def get(self, authority: str) -> StoredRobots | None:
+        return await self._run(lambda: self._get(authority))
 
-    def _record(self, row: list[Any]) -> StoredRobots | None:
-        """The record a row holds; ``None`` if it does not read back as written."""
+    def _get(self, authority: str) -> StoredRobots | None:
+        assert self._connection is not None
+        row = self._connection.execute(
+            f"SELECT {self._COLUMNS} FROM robots WHERE authority = ?", (authority,)
+        ).fetchone()
+        if row is None:
+            return None
         outcome, status, body, digest, fetched_at, ttl, etag, modified, reason = row
         try:
             record = StoredRobots(
                 str(outcome), status, body, float(fetched_at), float(ttl), etag, modified, reason
             )
         except (TypeError, ValueError):
-            return None
-        if not _valid(record, self.max_bytes) or record.digest() != digest:
+            record = None
+        if record is None or not _valid(record, self.max_bytes) or record.digest() != digest:
+            self._connection.execute("DELETE FROM robots WHERE authority = ?", (authority,))
             return None
         return record
+
+    async def put(self, authority: str, record: StoredRobots) -> None:
+        await self._run(lambda: self._put(authority, record))
+
+    def _put(self, authority: str, record: StoredRobots) -> None:
+        assert self._connection is not None
+        self._connection.execute(
+            f"INSERT OR REPLACE INTO robots (authority, {self._COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                authority,
+                record.outcome,
+                record.status,
+                record.body,
+                record.digest(),
+                record.fetched_at,
+                record.ttl,
+                record.etag,
+                record.last_modified,
+                record.reason,
+            ),
+        )
 
     def _close_connection(self) -> None:
         if self._connection is not None:
@@ -258,39 +191,8 @@ class SQLiteRobotsStore:
 
     def close(self) -> None:
         """Close the file once the pending statements are done (without waiting)."""
-        self._closed = True
         self._executor.submit(self._close_connection)
         self._executor.shutdown(wait=False)
-
-
-#: At most this many authorities are read by one statement (SQLite's default limit
-#: of bound parameters is 999 before 3.32).
-_READ_AT_ONCE = 500
-
-
-def _row_of(record: StoredRobots) -> tuple[Any, ...]:
-    """The row of *record*, in :attr:`SQLiteRobotsStore._COLUMNS`' order."""
-    r = record
-    return (
-        r.outcome,
-        r.status,
-        r.body,
-        r.digest(),
-        r.fetched_at,
-        r.ttl,
-        r.etag,
-        r.last_modified,
-        r.reason,
-    )
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # its caller was cancelled
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:

@@ -7,7 +7,6 @@ import asyncio
 import sqlite3
 import time
 
-import pytest
 import pytest_twisted
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots, StoreError
@@ -100,20 +99,3 @@ async def test_a_damaged_row_reads_as_missing_and_is_deleted(tmp_path):
     assert damaged is None
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT authority FROM robots").fetchall() == [("https://a.example",)]
-
-
-@pytest.mark.parametrize("batch", [1, 50])
-@pytest_twisted.ensureDeferred
-async def test_batches_go_to_the_worker_thread_together(tmp_path, batch):
-    """Reads asked for in one moment cost one hop to the worker thread, not one each."""
-    store = SQLiteRobotsStore(tmp_path / "robots.sqlite", 1000, time.time)
-    hops = []
-    submit = store._executor.submit
-    store._executor.submit = lambda *a, **k: hops.append(1) or submit(*a, **k)  # type: ignore[method-assign]
-
-    async def crawl() -> None:
-        await asyncio.gather(*(store.get(f"https://{n}.example") for n in range(batch)))
-
-    await on_loop(crawl())
-    assert len(hops) == 1
-    store.close()
