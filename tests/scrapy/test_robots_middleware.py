@@ -436,15 +436,20 @@ async def test_the_cache_is_bounded_by_the_memory_its_entries_hold():
     from tests.crawl import ChainSpider
     from tests.server import Site
 
+    from scrapy_rfc9309.robots import FetchOutcome, RobotsEntry, RobotsTxt
+
+    body = b"User-agent: *\nDisallow: /private/\nAllow: /\n"
+    entry = RobotsEntry(FetchOutcome.SUCCESS, RobotsTxt.parse(body), 0.0, 60.0)
+    room = int(entry.memory_estimate("AnyCrawler") * 3.5)  # about three entries
     sites = [Site() for _ in range(12)]
     try:
         for each in sites:
-            each.route("/robots.txt", body=b"User-agent: *\nDisallow: /private/\nAllow: /\n")
+            each.route("/robots.txt", body=body)
         urls = [f"{each.url}/page" for each in sites] + [f"{sites[0].url}/again"]
         crawler = await crawl(
             urls,
             spider=ChainSpider,
-            RFC9309_CACHE_MAX_BYTES=20_000,
+            RFC9309_CACHE_MAX_BYTES=room,
             RFC9309_PERSISTENT_CACHE=False,  # else the dropped entry is read back from it
         )
     finally:
@@ -452,7 +457,7 @@ async def test_the_cache_is_bounded_by_the_memory_its_entries_hold():
             each.close()
     stats = crawler.stats
     assert 1 <= stats.get_value("rfc9309/cache_entries") <= 3
-    assert stats.get_value("rfc9309/cache_bytes") <= 20_000
+    assert stats.get_value("rfc9309/cache_bytes") <= room
     assert stats.get_value("rfc9309/cache_evicted") >= 10
     assert sites[0].paths() == ["/robots.txt", "/page", "/robots.txt", "/again"]
     assert all(each.paths() == ["/robots.txt", "/page"] for each in sites[1:])
