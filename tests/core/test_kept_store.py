@@ -13,7 +13,6 @@ from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots, StoreError
 
 from ..helpers import on_loop
 
-
 NOW = time.time()
 
 
@@ -48,7 +47,7 @@ async def test_many_concurrent_writes_and_reads_each_get_their_own_record(tmp_pa
 async def test_a_read_asked_with_a_write_of_the_same_site_sees_the_write(tmp_path):
     async def crawl() -> StoredRobots | None:
         store = SQLiteRobotsStore(tmp_path / "robots.sqlite", 1000, time.time)
-        written, found = await asyncio.gather(
+        _, found = await asyncio.gather(
             store.put("https://a.example", record(b"new")), store.get("https://a.example")
         )
         store.close()
@@ -86,7 +85,9 @@ async def test_a_damaged_row_reads_as_missing_and_is_deleted(tmp_path):
         await store.put("https://b.example", record(b"damaged"))
         store.close()
         with sqlite3.connect(path) as db:
-            db.execute("UPDATE robots SET body = ? WHERE authority = ?", (b"x", "https://b.example"))
+            db.execute(
+                "UPDATE robots SET body = ? WHERE authority = ?", (b"x", "https://b.example")
+            )
         store = SQLiteRobotsStore(path, 1000, time.time)
         kept, damaged = await asyncio.gather(
             store.get("https://a.example"), store.get("https://b.example")

@@ -433,10 +433,9 @@ async def test_the_cache_is_bounded_by_the_memory_its_entries_hold():
     first again, with room for about three entries: the cache never holds more
     than its bound, and the first authority's robots.txt, dropped meanwhile, is
     fetched again."""
+    from scrapy_rfc9309.robots import FetchOutcome, RobotsEntry, RobotsTxt
     from tests.crawl import ChainSpider
     from tests.server import Site
-
-    from scrapy_rfc9309.robots import FetchOutcome, RobotsEntry, RobotsTxt
 
     body = b"User-agent: *\nDisallow: /private/\nAllow: /\n"
     entry = RobotsEntry(FetchOutcome.SUCCESS, RobotsTxt.parse(body), 0.0, 60.0)
