@@ -129,6 +129,8 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         hash_at = line.find("#")
         if hash_at >= 0:
             line = line[:hash_at]
+        if not line:
+            continue  # blank, or a comment alone
         key, colon, value = line.partition(":")
         # Most lines: a rule, its key as usually written (one lookup gives whether
         # it allows).

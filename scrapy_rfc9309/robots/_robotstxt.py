@@ -26,8 +26,12 @@ def path_of(url: str) -> str:
     The fragment is dropped; an empty path is ``/``.
     """
     simple = _CANONICAL_URL.fullmatch(url)
-    if simple is not None:
-        return simple.group(1)
+    return simple.group(1) if simple is not None else _uncommon_path_of(url)
+
+
+def _uncommon_path_of(url: str) -> str:
+    """:func:`path_of` for a URL whose path is not canonical already, or that has a
+    fragment or no path."""
     rest = url
     if not url.startswith("/") or url.startswith("//"):
         scheme_end = url.find("://")
@@ -192,7 +196,8 @@ class RobotsTxt:
         ruleset = self._rulesets.get(user_agent)
         if ruleset is _NO_RULES:
             return ALLOWED  # the URL is not even read: 0.15 us a check, not 0.9
-        path = path_of(url)
+        simple = _CANONICAL_URL.fullmatch(url)  # path_of(url), without a call
+        path = simple.group(1) if simple is not None else _uncommon_path_of(url)
         if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
             return ALLOWED  # /robots.txt is always allowed (§2.2.2)
         if ruleset is None:
