@@ -131,8 +131,8 @@ class RuleSet:
     def _few(self, rules: list[Rule]) -> None:
         """The rule set of a crawler with a leaf's worth of rules (most real files):
         the tree :meth:`_index` builds for them is one leaf, made here rule by rule
-        (its passes over all rules at once cost such a set 2.6 times as much,
-        measured on the corpus's files)."""
+        (its passes over all rules at once cost such a set 2.2 times as much:
+        65 against 30 us, medians of the corpus's 155 such files)."""
         written: Written = (set(), set())
         ordered = []
         for rule in rules:
