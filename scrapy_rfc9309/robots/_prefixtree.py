@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import itemgetter, not_
-from typing import Any
+from typing import Any, TypeVar
 
 from ._collector import collector_paused
 from ._grams import HEAVY_WORK, PathGrams
@@ -25,6 +25,7 @@ from ._pattern import (
     PREFIX,
     SUFFIX,
     WILDCARD,
+    Pattern,
     compile_pattern,
     compile_text,
     heads,
@@ -140,35 +141,20 @@ class RuleSet:
                 pattern = compile_pattern(rule.pattern)
                 if pattern.text.startswith(("/", "*")):  # a path starts with "/"
                     key = decision_key(pattern.length, rule.allow, rule.line)
-                    ordered.append((key, pattern, rule))
+                    ordered.append((key, pattern.text, pattern, rule))
         ordered.sort(key=itemgetter(0))  # the keys differ: their lines do
-        texts: set[str] = set()
         candidates: list[_Candidate] = []
         at_root: list[_Candidate] = []
         starts: list[str] = []  # the literal starts longer than "/"
-        for _, pattern, rule in ordered:
-            if pattern.text in texts:  # the same once canonical: the first decides
-                continue
-            texts.add(pattern.text)
-            kind = pattern.kind
-            verdict = new_verdict((rule.allow, str(rule), rule.line))
-            candidate = (
-                kind,
-                pattern.literal,
-                pattern if kind == WILDCARD else pattern.start,
-                verdict,
-            )
+        for _, _, pattern, rule in _first_of_each_text(ordered):
+            candidate = _candidate_of(pattern, rule)
             candidates.append(candidate)
             if pattern.head in ("", "/"):
                 at_root.append(candidate)
             else:
                 starts.append(pattern.head)
+        # Only what decide() reads: the tree's building state stays unset.
         self._pieces = None
-        self._keys_by_line = {}
-        self._rules = []
-        self._candidates = {}
-        self._positions_by_start = []
-        self._starts = []
         self._root = _Node(None, tuple(candidates))
         self._heads = tuple(starts)
         self._at_root = tuple(at_root)
@@ -309,12 +295,7 @@ class RuleSet:
         candidate = self._candidates.get(position)
         if candidate is None:
             _, text, rule = self._rules[position]
-            pattern = compile_text(text)
-            kind = pattern.kind
-            verdict = new_verdict((rule.allow, str(rule), rule.line))
-            arg = pattern if kind == WILDCARD else pattern.start
-            candidate = (kind, pattern.literal, arg, verdict)
-            self._candidates[position] = candidate
+            candidate = self._candidates[position] = _candidate_of(compile_text(text), rule)
         return candidate
 
     def decide(self, path: str) -> Verdict:
@@ -353,7 +334,17 @@ class RuleSet:
         return new_verdict((rule.allow, str(rule), rule.line))
 
 
-def _first_of_each_text(ordered: list[_Texted]) -> list[_Texted]:
+def _candidate_of(pattern: Pattern, rule: Rule) -> _Candidate:
+    """*rule*, its pattern compiled, ready for :func:`first_candidate`."""
+    kind = pattern.kind
+    verdict = new_verdict((rule.allow, str(rule), rule.line))
+    return (kind, pattern.literal, pattern if kind == WILDCARD else pattern.start, verdict)
+
+
+_Entry = TypeVar("_Entry", bound=tuple[Any, ...])
+
+
+def _first_of_each_text(ordered: list[_Entry]) -> list[_Entry]:
     """*ordered* (in decision order) without the rules whose pattern is the same once
     canonical as an earlier one's ("/a%7e" and "/a~", or an Allow's pattern written
     as a Disallow): the earlier one always matches first, and the later never decides."""
