@@ -13,12 +13,15 @@ Each candidate is then tried with its segments' first and last positions in the
 path, found once per check and shared by every rule that names the same segment
 (see :meth:`PieceIndex.first_match`).
 
-What it pays: a hostile file of 25,000 rules ``/*<n>*ab`` and a 2 KB URL holding
-their pieces, a later check takes 5.6 ms with the index against 62 ms with the
-rules left to the prefix tree (which tries every one of them at its root), and the
-rule set is built in 97 ms against 152 (``/*a<n>*b$``: 2.9 against 57 ms; a 2-core
-machine).  Files with fewer than :data:`~._prefixtree.PIECE_INDEX_AT` such rules
-do not use it.
+What it pays, on hostile files of about 25,000 rules and a 2 KB URL of digits
+holding their pieces (a 2-core machine): for ``/*<n>*ab``, a later check takes
+0.02 ms with the index against 55 ms with the rules left to the prefix tree (which
+tries every one of them at its root), and the rule set is built in 88 ms against
+136; for ``/*a<n>*b$``, 0.03 against 47 ms, built in 87 against 206.  What it
+costs: for ``/*<n>``, whose first rules in decision order match such a path, a
+later check takes 3.6 ms (gathering the path's substrings) against the tree's
+0.06.  Files with fewer than :data:`~._prefixtree.PIECE_INDEX_AT` such rules do
+not use it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import chain, compress, count, filterfalse, repeat
-from operator import gt, itemgetter, methodcaller
+from operator import ge, gt, itemgetter, methodcaller, sub
 from typing import Any
 
 from ._pattern import has_literal_wildcard, shape
@@ -36,11 +39,11 @@ from ._pattern import has_literal_wildcard, shape
 #: each length up to it are what a check looks keys up in.
 KEY_LENGTH = 8
 #: The most common keys, at most this many, if more than 1 / _COMMON_SHARE of the
-#: rules name each, whose rules are dropped together when the key is absent from a
-#: path ...
+#: rules name each: where one is absent from a path, or found only before where its
+#: rules may need it, no rule that names it is tried (a check that all of them name
+#: is over at once; others drop them when it has more candidates than _DROP_AT).
 _COMMON_KEYS = 2
 _COMMON_SHARE = 4
-#: ... when a check has more candidates than this.
 _DROP_AT = 500
 
 
@@ -139,7 +142,7 @@ class PieceIndex:
         many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))
         common = [key for key in many if key.strip("$") and "*" not in key]
         self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
-        self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed
+        self._holders: dict[str, tuple[frozenset[int] | None, int]] = {}  # when needed
         #: Keys of a tail shorter than KEY_LENGTH, with its "$": looked up among the
         #: path's ends.
         self._tail_keys = frozenset(filter(methodcaller("endswith", "$"), filed))
@@ -147,35 +150,53 @@ class PieceIndex:
         self._key_lengths = sorted(set(map(len, self._keys)))
         self._shapes: dict[int, _Shape] = {}  # by position
 
-    def _holders_of(self, key: str) -> frozenset[int]:
-        """The positions of the rules that name *key*: those whose text holds it (a
-        common key holds no "*": it lies within one of the rule's pieces)."""
-        holders = self._holders.get(key)
-        if holders is None:
-            texts = map(itemgetter(1), self._rules)
-            found = compress(count(), map(str.__contains__, texts, repeat(key)))
-            holders = self._holders[key] = frozenset(found)
-        return holders
+    def _holders_of(self, key: str) -> tuple[frozenset[int] | None, int]:
+        """The positions of the rules that name *key* (those whose text holds it: a
+        common key holds no "*", it lies within one of the rule's pieces), ``None``
+        for all of them; and the least position in a path where such a rule may need
+        it: each literal character before the key's last place in the rule's text is
+        one of the path's before it ("*" may be none).  0 when a text spells a
+        literal "*" or "$" (3 characters in the text, 1 in the path)."""
+        held = self._holders.get(key)
+        if held is None:
+            texts = list(map(itemgetter(1), self._rules))
+            places = list(map(str.rfind, texts, repeat(key)))
+            holding = list(map(ge, places, repeat(0)))
+            places = list(compress(places, holding))
+            earliest = 0
+            if not has_literal_wildcard(texts):
+                stars = map(str.count, compress(texts, holding), repeat("*"), repeat(0), places)
+                earliest = min(map(sub, places, stars), default=0)
+            holders = None if len(places) == len(texts) else frozenset(compress(count(), holding))
+            held = self._holders[key] = (holders, earliest)
+        return held
+
+    def _may_match(self, key: str, path: str, ends: set[str]) -> bool:
+        """False when no rule that names the common *key* can find it in *path*."""
+        if key[-1] == "$":
+            return key in ends
+        last = path.rfind(key)
+        return last >= 0 and last >= self._holders_of(key)[1]
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
         *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
-        present = [grams(n) & self._keys for n in self._key_lengths if n <= len(path)]
         ends = {path[-n:] + "$" for n in range(1, KEY_LENGTH)}
+        # The common keys no rule that names them can find in the path: absent, or
+        # only before where any of those rules may need them.
+        missing = [key for key in self._common if not self._may_match(key, path, ends)]
+        holders = list(map(itemgetter(0), map(self._holders_of, missing)))
+        if None in holders:
+            return None  # every rule names one of them (25,000 rules "/*<n>*ab")
+        present = [grams(n) & self._keys for n in self._key_lengths if n <= len(path)]
         if self._tail_keys:
             present.append(ends & self._tail_keys)
         filed = map(self._filed.__getitem__, chain.from_iterable(present))
         found = list(filed if self._one_each else chain.from_iterable(filed))
-        if len(found) > _DROP_AT:
-            missing = [
-                key
-                for key in self._common
-                if key not in (ends if key[-1] == "$" else grams(len(key)))
-            ]
-            if missing:
-                dropped = frozenset().union(*map(self._holders_of, missing))
-                found = list(filterfalse(dropped.__contains__, found))
+        if holders and len(found) > _DROP_AT:
+            dropped = frozenset().union(*holders)
+            found = list(filterfalse(dropped.__contains__, found))
         found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or

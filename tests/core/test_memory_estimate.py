@@ -18,13 +18,14 @@ CRAWLER = "MyCrawler"
 
 
 def held_after_a_crawlers_checks(body: bytes | str) -> tuple[int, RobotsTxt]:
-    """Bytes held by a parsed file once one crawler checked a path under every rule
-    (which compiles its rules and builds every branch of the rule index)."""
+    """Bytes held by a parsed file once one crawler checked a path every rule matches
+    (which compiles its rules, builds every branch of the rule index and shapes every
+    rule of the piece index)."""
     gc.collect()  # also empties the free lists, whose reuse tracemalloc would not see
     tracemalloc.start()
     robots = RobotsTxt.parse(body)
     for rule in robots.rules(CRAWLER) or [None]:
-        robots.allowed(rule.pattern if rule else "/", CRAWLER)
+        robots.allowed(rule.pattern.replace("*", "").rstrip("$") if rule else "/", CRAWLER)
     robots.allowed("/", CRAWLER)
     held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()

@@ -94,11 +94,18 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
 @example([(False, "/abc"), (True, "/*c")], "/abc")
 @example([(False, "/b*ab"), (True, "/a")], "/bab/ab")
 @example([(False, "/*a*b$")], "/ab")  # the tail right after the last segment
+# A piece every rule names, found in the path only before, then just where it may be.
+@example([(False, "/*a*b")], "/ba")
+@example([(False, "/*a*b")], "/ab")
 def test_the_piece_index_decides_like_the_reference(rules, path):
     """With every file taken as one of thousands of wildcard rules (see
-    _prefixtree.PIECE_INDEX_AT), those rules are found by their rarest literal piece
-    and tried with the positions of their pieces shared between rules."""
-    with mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1):
+    _prefixtree.PIECE_INDEX_AT), and none as one leaf (LEAF_SIZE), those rules are
+    found by their rarest literal piece and tried with the positions of their pieces
+    shared between rules."""
+    with (
+        mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1),
+        mock.patch.object(_prefixtree, "LEAF_SIZE", 0),
+    ):
         assert_decides_like_the_reference(rules, path)
 
 
@@ -112,6 +119,29 @@ def test_the_piece_index_drops_the_rules_of_a_common_piece_only_where_it_is_abse
         assert robots.allowed(digits, "bot")
         assert robots.check(digits + "zz", "bot") == (False, "Disallow: /*100*300*zz", 2)
         assert robots.check(digits + "zz/x", "bot") == (False, "Disallow: /*100*300*zz", 2)
+
+
+def test_the_piece_index_drops_the_rules_of_a_common_piece_found_only_too_early():
+    # 1,200 rules "/*<n>*ab": "ab" at the path's start is before any of them may
+    # need it (after "/" and <n>), so no rule is tried; at its end, the first decides.
+    body = "User-agent: *\n" + "".join(f"Disallow: /*{n}*ab\n" for n in range(1200))
+    digits = "".join(map(str, range(1000)))
+    assert rules_tried(body, "/ab" + digits) == 0
+    first = next(n for n in range(1000, 1200) if str(n) in digits)  # the longest, then
+    robots = RobotsTxt.parse(body)
+    for _ in range(2):  # the first check, then the piece index
+        assert robots.allowed("/ab" + digits, "bot")
+        verdict = robots.check("/ab" + digits + "ab", "bot")
+        assert verdict == (False, f"Disallow: /*{first}*ab", first + 2)
+
+
+def test_rfc_2_2_3_a_literal_star_is_one_character_of_the_path_before_a_common_piece():
+    # "%2A" (a literal "*") is 3 characters of the rule's text and 1 of the path: "b"
+    # at the path's fourth character is where "/7%2A*b" may need it.
+    body = "User-agent: *\n" + "".join(f"Disallow: /{n}%2A*b\n" for n in range(1200))
+    robots = RobotsTxt.parse(body)
+    for _ in range(2):  # the first check, then the piece index
+        assert robots.check("/7*b", "bot") == (False, "Disallow: /7%2A*b", 9)
 
 
 def rules_tried(body, path):
