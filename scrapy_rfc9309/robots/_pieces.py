@@ -143,7 +143,7 @@ class PieceIndex:
         self._texts = list(map(itemgetter(1), rules))
         self._results = list(map(itemgetter(2), rules))
         # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
-        # absent from a path, its rules are all dropped at once (see first_match).
+        # absent from a path, or found only too early, its rules are all dropped at once.
         # Not "" or "$", nor a literal "*" (that a text holds "a*b" does not mean its
         # rule needs it).
         many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))

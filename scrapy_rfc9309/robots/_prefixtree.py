@@ -118,8 +118,8 @@ class RuleSet:
     _pieces: PieceIndex | None
     _positions_by_start: array[int]
     _root: _Node
-    _rules: list[Rule]  # the tree's, in decision order, and their patterns' texts
-    _texts: list[str]
+    _rules: list[Rule]  # the tree's rules, in decision order
+    _texts: list[str]  # their patterns' texts
     _starts: list[str]
 
     def __init__(self, rules: Iterable[Rule]) -> None:
@@ -215,7 +215,7 @@ class RuleSet:
         self._positions_by_start = array("q", by_start)
         del unsorted, by_start
         below_root = bisect_left(self._starts, "/\0")  # after "" and "/": no literal start
-        ended = self._cut(list(self._positions_by_start[:below_root]))
+        ended = self._cut(self._positions_by_start[:below_root])
         self._root = self._build(below_root, len(texts), 0, ended)
         self._heads = self._fewest_heads(below_root)
         self._at_root = self._pick(ended) if self._heads is not None else ()
@@ -281,7 +281,7 @@ class RuleSet:
             low = end
         node.children, node.candidates, node.pending = children, ended_candidates, None
 
-    def _cut(self, ended: list[int]) -> list[int]:
+    def _cut(self, ended: Iterable[int]) -> list[int]:
         """Sort the positions of rules whose literal start is a prefix of a node's
         prefix, dropping those after the first plain prefix rule: every path that
         reaches the node matches that rule, so no rule after it can decide."""
