@@ -135,6 +135,20 @@ def test_the_piece_index_drops_the_rules_of_a_common_piece_found_only_too_early(
         assert verdict == (False, f"Disallow: /*{first}*ab", first + 2)
 
 
+def test_the_piece_index_drops_only_the_rules_of_a_common_piece_found_too_early():
+    # 1,200 rules "/*<n>*ab" and 400 "/*<n>*cd", most of their <n> in the path: "ab" is
+    # at its start only, too early for its rules, which are dropped; the first "cd"
+    # rule whose <n> is in the path decides (all are as long: the earliest line).
+    body = "User-agent: *\n" + "".join(f"Disallow: /*{n}*ab\n" for n in range(1200))
+    body += "".join(f"Allow: /*{n}*cd\n" for n in range(1200, 1600))
+    digits = "".join(map(str, range(1000)))
+    first = next(n for n in range(1200, 1600) if str(n) in digits)
+    robots = RobotsTxt.parse(body)
+    for _ in range(2):  # the first check, then the piece index
+        verdict = robots.check("/ab" + digits + "cd", "bot")
+        assert verdict == (True, f"Allow: /*{first}*cd", first + 2)
+
+
 def test_rfc_2_2_3_a_literal_star_is_one_character_of_the_path_before_a_common_piece():
     # "%2A" (a literal "*") is 3 characters of the rule's text and 1 of the path: "b"
     # at the path's fourth character is where "/7%2A*b" may need it.
