@@ -127,7 +127,8 @@ def test_the_piece_index_drops_the_rules_of_a_common_piece_found_only_too_early(
     body = "User-agent: *\n" + "".join(f"Disallow: /*{n}*ab\n" for n in range(1200))
     digits = "".join(map(str, range(1000)))
     assert rules_tried(body, "/ab" + digits) == 0
-    first = next(n for n in range(1000, 1200) if str(n) in digits)  # the longest, then
+    # The longest rules decide first, then the earliest line: the first 4-digit <n>.
+    first = next(n for n in range(1000, 1200) if str(n) in digits)
     robots = RobotsTxt.parse(body)
     for _ in range(2):  # the first check, then the piece index
         assert robots.allowed("/ab" + digits, "bot")
