@@ -166,8 +166,7 @@ class PieceIndex:
         rule's pieces)."""
         if key not in self._holders:
             holding = list(map(str.__contains__, self._texts, repeat(key)))
-            all_hold = all(holding)
-            self._holders[key] = None if all_hold else frozenset(compress(count(), holding))
+            self._holders[key] = None if all(holding) else frozenset(compress(count(), holding))
         return self._holders[key]
 
     def _earliest_of(self, key: str) -> int:
