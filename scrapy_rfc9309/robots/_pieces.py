@@ -96,11 +96,11 @@ class PieceIndex:
     __slots__ = (
         "_common",
         "_decision_keys",
-        "_earliest",
         "_filed",
         "_filed_tails",
         "_holders",
         "_key_lengths",
+        "_needs",
         "_one_each",
         "_results",
         "_shapes",
@@ -150,8 +150,8 @@ class PieceIndex:
         many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))
         common = [key for key in many if key.strip("$") and "*" not in key]
         self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
-        self._holders: dict[str, frozenset[int] | None] = {}  # made when needed
-        self._earliest: dict[str, int] = {}
+        self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed
+        self._needs: dict[str, tuple[bool, int]] = {}  # see _need_of
         # Keys of a tail shorter than KEY_LENGTH, with its "$", filed apart: looked up
         # among the path's ends.  The others among its substrings, of these lengths.
         is_tail = list(map(methodcaller("endswith", "$"), filed))
@@ -160,38 +160,40 @@ class PieceIndex:
         self._key_lengths = sorted(set(map(len, filed)))
         self._shapes: dict[int, _Shape] = {}  # by position
 
-    def _holders_of(self, key: str) -> frozenset[int] | None:
-        """The positions of the rules that name *key*, ``None`` for all of them: those
-        whose text holds it (a common key holds no "*": it lies within one of the
-        rule's pieces)."""
-        if key not in self._holders:
-            holding = list(map(str.__contains__, self._texts, repeat(key)))
-            self._holders[key] = None if all(holding) else frozenset(compress(count(), holding))
-        return self._holders[key]
+    def _holders_of(self, key: str) -> frozenset[int]:
+        """The positions of the rules that name *key*: those whose text holds it (a
+        common key holds no "*": it lies within one of the rule's pieces)."""
+        holders = self._holders.get(key)
+        if holders is None:
+            found = compress(count(), map(str.__contains__, self._texts, repeat(key)))
+            holders = self._holders[key] = frozenset(found)
+        return holders
 
-    def _earliest_of(self, key: str) -> int:
-        """The least position in a path where a rule that names *key* may need it:
-        each literal character before the key's last place in the rule's text is one
-        of the path's before it ("*" may be none).  0 when a text spells a literal
-        "*" or "$" (3 characters in the text, 1 in the path)."""
-        earliest = self._earliest.get(key)
-        if earliest is None:
-            texts, earliest = self._texts, 0
+    def _need_of(self, key: str) -> tuple[bool, int]:
+        """Whether every rule names the common *key*, and the least position in a
+        path where one that names it may need it: each literal character before the
+        key's last place in the rule's text is one of the path's before it ("*" may
+        be none).  0 when a text spells a literal "*" or "$" (3 characters in the
+        text, 1 in the path)."""
+        need = self._needs.get(key)
+        if need is None:
+            texts = self._texts
+            places = list(map(str.rfind, texts, repeat(key)))
+            holding = list(map(ge, places, repeat(0)))
+            earliest = 0
             if not has_literal_wildcard(texts):
-                places = list(map(str.rfind, texts, repeat(key)))
-                holding = list(map(ge, places, repeat(0)))
-                places = list(compress(places, holding))
-                stars = map(str.count, compress(texts, holding), repeat("*"), repeat(0), places)
-                earliest = min(map(sub, places, stars), default=0)
-            self._earliest[key] = earliest
-        return earliest
+                held = list(compress(places, holding))
+                stars = map(str.count, compress(texts, holding), repeat("*"), repeat(0), held)
+                earliest = min(map(sub, held, stars), default=0)
+            need = self._needs[key] = (all(holding), earliest)
+        return need
 
     def _may_match(self, key: str, path: str, ends: set[str]) -> bool:
         """False when no rule that names the common *key* can find it in *path*."""
         if key[-1] == "$":
             return key in ends
         last = path.rfind(key)
-        return last >= 0 and last >= self._earliest_of(key)
+        return last >= 0 and last >= self._need_of(key)[1]
 
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
         """The first rule in decision order, with a key below *before*, that matches
@@ -201,8 +203,7 @@ class PieceIndex:
         # The common keys no rule that names them can find in the path: absent, or
         # only before where any of those rules may need them.
         missing = [key for key in self._common if not self._may_match(key, path, ends)]
-        holders = list(map(self._holders_of, missing))
-        if None in holders:
+        if any(self._need_of(key)[0] for key in missing):
             return None  # every rule names one of them (25,000 rules "/*<n>*ab")
         keys, tails = self._filed.keys(), self._filed_tails
         present = [grams(n) & keys for n in self._key_lengths if n <= len(path)]
@@ -211,8 +212,8 @@ class PieceIndex:
             map(tails.__getitem__, ends & tails.keys()),
         )
         found = list(filed if self._one_each else chain.from_iterable(filed))
-        if holders and len(found) > _DROP_AT:
-            dropped = frozenset().union(*filter(None, holders))
+        if missing and len(found) > _DROP_AT:
+            dropped = frozenset().union(*map(self._holders_of, missing))
             found = list(filterfalse(dropped.__contains__, found))
         found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
