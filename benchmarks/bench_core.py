@@ -261,11 +261,12 @@ def bench_targets(files: dict[str, str], urls: dict[str, list[str]], repeat: int
 
     For the checks, each host's real URLs are taken in order, and again (as
     distinct strings, see :func:`crawl_urls`) when it has fewer than the count: a
-    site checked that many times.  Repeated as they are, the URLs Protego splits with
-    ``urlsplit`` (17% of the corpus's: those with a query or a character its fast
-    way does not take) are answered from that function's cache from their second
-    round on; that figure is printed too.  ``bench_checks`` below measures differently: one parsed object for all of its runs, so that its best
-    run has the rules compiled already; both are printed."""
+    site checked that many times.  Repeated as they are, the URLs Protego splits
+    with ``urlsplit`` (17% of the corpus's: those with a query or a character its
+    fast way does not take) are answered from that function's cache from their
+    second round on; that figure is printed too.  ``bench_checks`` below measures
+    differently: one parsed object for all of its runs, so that its best run has
+    the rules compiled already; both are printed."""
     out = [f"figures with their targets (medians of per-file ratios, {TARGETS_UA}):"]
 
     def line(label: str, ratios: dict[str, list[float]], target: float) -> str:
