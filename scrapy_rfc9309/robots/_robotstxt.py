@@ -200,8 +200,6 @@ class RobotsTxt:
         # runs on a corpus file).
         simple = _CANONICAL_URL.fullmatch(url)
         path = simple.group(1) if simple is not None else _uncommon_path_of(url)
-        if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
-            return ALLOWED  # /robots.txt is always allowed (§2.2.2)
         if ruleset is None:
             # Compiled once per product token: rotating User-Agent strings with one
             # token share it, and the by-string shortcut stays small.
@@ -211,11 +209,14 @@ class RobotsTxt:
                 rules = self._rules_for(token)
                 if rules and token not in self._checked_once and len(rules) <= _ONE_PASS_AT:
                     self._checked_once.add(token)
-                    return first_check(rules, path)
+                    return _unless_robots_txt(first_check(rules, path), path)
                 ruleset = self._rulesets[token] = _compiled(rules)
             if len(self._rulesets) < _MAX_SHORTCUTS:
                 self._rulesets[user_agent] = ruleset
-        return ruleset.decide(path)
+        verdict = ruleset.decide(path)
+        # Only a disallowed path is looked at again: 3% of a check (median of the
+        # corpus's files) where every path was tested for /robots.txt first.
+        return verdict if verdict.allowed else _unless_robots_txt(verdict, path)
 
     def prepare(self, user_agent: str) -> None:
         """Compile the rules that apply to *user_agent* now, as its second check
@@ -282,6 +283,13 @@ _ONE_PASS_AT = 2_000
 
 #: The rule set of a crawler no rule applies to.
 _NO_RULES = RuleSet([])
+
+
+def _unless_robots_txt(verdict: Verdict, path: str) -> Verdict:
+    """*verdict*, but allowed for /robots.txt, always allowed (§2.2.2)."""
+    if path.startswith("/robots.txt") and path[11:12] in ("", "?"):
+        return ALLOWED
+    return verdict
 
 
 def _compiled(rules: list[Rule]) -> RuleSet:

@@ -53,11 +53,17 @@ def test_rfc_2_2_2_matching_is_case_sensitive():
     assert r.allowed("/private/x", BOT)
 
 
-def test_rfc_2_2_2_robots_txt_is_always_allowed():
-    r = robots("Disallow: /")
-    assert r.allowed("https://example.com/robots.txt", BOT)
-    assert r.allowed("/robots.txt?x=1", BOT)
-    assert not r.allowed("/robots.txt.bak", BOT)
+@pytest.mark.parametrize("checked_before", [0, 1, 2], ids=["first check", "second", "later"])
+def test_rfc_2_2_2_robots_txt_is_always_allowed(checked_before):
+    for url, allowed in [
+        ("https://example.com/robots.txt", True),
+        ("/robots.txt?x=1", True),
+        ("/robots.txt.bak", False),
+    ]:
+        r = robots("Disallow: /")
+        for _ in range(checked_before):  # the first check tries the rules, the second compiles
+            assert not r.allowed("/x", BOT)
+        assert r.allowed(url, BOT) is allowed
 
 
 def test_rfc_2_2_2_verdict_names_the_deciding_rule_and_line():
