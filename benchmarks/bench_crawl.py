@@ -253,8 +253,11 @@ def print_table(
 BROAD_MODES = ("builtin", "rfc9309", "no-cache", "floored", "scrapy-delay")
 BROAD_PAGES = 4
 #: The crawls the add-on's cost is held to: hosts, pages a host, rounds (best kept),
-#: and the most CPU and peak RSS it may cost against Scrapy's built-in crawl.
-TARGET_CRAWLS = ((4500, 2, 1, 1.10, 1.15), (1500, 4, 3, 1.05, 1.10))
+#: and the most CPU and peak RSS it may cost against Scrapy's built-in crawl.  One
+#: mode's CPU moves by up to 15% between runs on a shared 2-core machine (the 1,500 x 4
+#: crawl's main thread: 37.5 and 43.3 s, same code), more than that crawl's 5%
+#: margin: the least of 5 rounds is kept there.
+TARGET_CRAWLS = ((4500, 2, 1, 1.10, 1.15), (1500, 4, 5, 1.05, 1.10))
 TARGET_MODES = ("builtin", "rfc9309", "no-cache")
 
 
