@@ -2,6 +2,8 @@
 with their references."""
 
 import time
+from collections import Counter
+from itertools import chain
 from pathlib import Path
 from unittest import mock
 
@@ -107,6 +109,29 @@ def test_the_piece_index_decides_like_the_reference(rules, path):
         mock.patch.object(_prefixtree, "LEAF_SIZE", 0),
     ):
         assert_decides_like_the_reference(rules, path)
+
+
+def test_the_piece_index_chooses_each_rules_rarest_key_run_by_run_as_rule_by_rule():
+    # Runs of rules of one piece, of two (one a tie), of three, and mixed, longer than
+    # a run: each rule's rarest key, the last on a tie, as chosen rule by rule.
+    pieces = (
+        [[f"{n}"] for n in range(300)]
+        + [[f"piece-{n}-longer-than-a-key"] for n in range(300)]
+        + [[f"{n % 7}", "zz"] for n in range(300)]  # "zz" the most common
+        + [["ab", "cd"] for n in range(300)]  # a tie: "cd"
+        + [[f"{n}", "ef"] for n in range(300)]
+        + [[f"{n % 3}", f"piece-{n}-longer-than-a-key"] for n in range(300)]
+        + [[f"{n % 5}", f"{n}", "zz"] for n in range(300)]
+        + [[f"{n}", "zz"] if n % 2 else [f"{n % 9}"] for n in range(300)]
+        + [[f"piece-{n}-longer-than-a-key", "zz"] for n in range(300)]
+    )
+    counts = Counter(map(_pieces.cut_key, chain.from_iterable(pieces)))
+    chosen = _pieces._rarest_keys(pieces, counts)
+    one_by_one = [
+        min(reversed(list(map(_pieces.cut_key, each))), key=counts.__getitem__) for each in pieces
+    ]
+    assert chosen == one_by_one
+    assert chosen[900:1200] == ["cd"] * 300 and chosen[-1] == "piece-29"
 
 
 def test_the_piece_index_drops_the_rules_of_a_common_piece_only_where_it_is_absent():
