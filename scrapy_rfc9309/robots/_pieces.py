@@ -144,9 +144,9 @@ class PieceIndex:
     )
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
-        # In C: a rule's keys are its pieces, cut.  The pieces are made twice, one rule at a time,
-        # rather than held for every rule at once: they were the peak of a first
-        # check's memory on a 500 KiB file.
+        # A rule's keys are its pieces, cut.  The pieces are made twice, a rule (or a
+        # run of rules) at a time, rather than held for every rule at once: they were
+        # the peak of a first check's memory on a 500 KiB file.
         # How many rules name each key: a rule's rarest key rejects it, and the
         # fewest others, when it is absent from a path.  An empty piece ("**") is in
         # every path, and "$" (of "*$") ends every path: never chosen over another.

@@ -118,7 +118,7 @@ def test_the_piece_index_chooses_each_rules_rarest_key_run_by_run_as_rule_by_rul
         [[f"{n}"] for n in range(300)]
         + [[f"piece-{n}-longer-than-a-key"] for n in range(300)]
         + [[f"{n % 7}", "zz"] for n in range(300)]  # "zz" the most common
-        + [["ab", "cd"] for n in range(300)]  # a tie: "cd"
+        + [["ab", "cd"] for _ in range(300)]  # a tie: "cd"
         + [[f"{n}", "ef"] for n in range(300)]
         + [[f"{n % 3}", f"piece-{n}-longer-than-a-key"] for n in range(300)]
         + [[f"{n % 5}", f"{n}", "zz"] for n in range(300)]
