@@ -84,8 +84,8 @@ def _pieces_of(rules: Sequence[tuple[int, str, Any]]) -> Iterable[list[str]]:
     return map(str.split, map(str.removeprefix, texts, repeat("/*")), repeat("*"))
 
 
-#: Rules whose keys :func:`_rarest_keys` chooses at once (few enough for their pieces
-#: to stay in the processor's cache: 4,096 at once took 30% longer on rules of 3 pieces).
+#: Rules whose keys :func:`_rarest_keys` chooses at once: 256 took the same time as
+#: rule by rule on rules of 3 pieces, 4,096 at once 30% longer (57 against 75 ms).
 _RUN = 256
 
 
