@@ -29,10 +29,10 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, compress, count, filterfalse, islice, repeat
-from operator import ge, getitem, gt, itemgetter, le, methodcaller, sub
+from itertools import chain, compress, count, filterfalse, repeat
+from operator import ge, getitem, gt, itemgetter, lt, sub
 from typing import Any
 
 from ._pattern import has_literal_wildcard, shape
@@ -72,49 +72,64 @@ def _shape_of(text: str) -> _Shape:
     return pieces[0], segments, tail, len(text) - anchored - len(named) - len(named[-1])
 
 
-def _pieces_of(rules: Sequence[tuple[int, str, Any]]) -> Iterable[list[str]]:
-    """The literal pieces a path that matches each rule has: its head (but a head
-    "/*" starts with, which every path has), segments and tail, some maybe empty.  A
-    tail keeps its "$" anchor: cut to a key, a tail of fewer than KEY_LENGTH
-    characters is then a key ending with "$" (see :attr:`PieceIndex._tail_keys`)."""
-    texts = list(map(itemgetter(1), rules))
-    if has_literal_wildcard(texts):  # decoded: a piece ends before its first "$"
-        pieces = ([head, *segments, tail] for head, segments, tail in map(shape, texts))
-        return ([piece.partition("$")[0] for piece in each] for each in pieces)
-    return map(str.split, map(str.removeprefix, texts, repeat("/*")), repeat("*"))
-
-
-#: Rules whose keys :func:`_rarest_keys` chooses at once: 256 took the same time as
-#: rule by rule on rules of 3 pieces, 4,096 at once 30% longer (57 against 75 ms).
+#: Rules whose pieces :func:`_piece_runs` makes, and :func:`_rarest_keys` chooses
+#: from, at once: 256 took the same time as rule by rule on rules of 3 pieces, 4,096
+#: at once 30% longer (57 against 75 ms).
 _RUN = 256
 
+#: A run's pieces: how many each rule has, and all of them rule after rule; or 0,
+#: and a list for each rule, where the rules' counts differ.
+_Run = tuple[int, list[Any]]
 
-def _rarest_keys(pieces_of_rules: Iterable[list[str]], counts: Counter[str]) -> list[str]:
+
+def _piece_runs(texts: list[str]) -> Iterator[_Run]:
+    """The literal pieces a path that matches each of *texts* has, :data:`_RUN`
+    rules at a time: its head (but a head "/*" starts with, which every path has),
+    segments and tail, some maybe empty.  A tail keeps its "$" anchor: cut to a key,
+    a tail of fewer than KEY_LENGTH characters is then a key ending with "$" (see
+    :attr:`PieceIndex._tail_keys`).
+
+    Made a run at a time, not held for every rule at once: they were the peak of a
+    first check's memory on a 500 KiB file.  A run whose rules all have as many
+    pieces is split all at once, joined (as a hostile file's are)."""
+    literal = has_literal_wildcard(texts)  # decoded: a piece ends before its first "$"
+    for start in range(0, len(texts), _RUN):
+        if literal:
+            shaped = map(shape, texts[start : start + _RUN])
+            pieces = ([head, *segments, tail] for head, segments, tail in shaped)
+            yield 0, [[piece.partition("$")[0] for piece in each] for each in pieces]
+            continue
+        run = list(map(str.removeprefix, texts[start : start + _RUN], repeat("/*")))
+        stars = set(map(str.count, run, repeat("*")))
+        if len(stars) == 1:
+            yield stars.pop() + 1, "*".join(run).split("*")
+        else:
+            yield 0, list(map(str.split, run, repeat("*")))
+
+
+def _rarest_keys(runs: Iterable[_Run], counts: Counter[str]) -> list[str]:
     """Each rule's rarest key (its pieces cut to KEY_LENGTH, *counts* of them in the
-    file; the last on a tie), from each rule's pieces.
+    file; the last on a tie), from :func:`_piece_runs`.
 
-    Chosen for runs of rules: a run where every rule has one piece, or every rule
-    two, a column at a time, in C; others rule by rule.  Making the pieces and
-    choosing (least and median of 7 runs, alternated with choosing rule by rule):
-    29,000 rules ``/*<n>`` 14-18 ms instead of 65-78 (38-44 in other runs), 25,000
-    ``/*<n>*zz`` 19-21 instead of 39-40, ``/*a<n>*b$`` 19-22 instead of 37-38;
-    ``/*<i>*<j>*zz`` (three pieces) 31-33 against 33."""
+    Where a run's rules all have as many pieces, chosen a column at a time, in C;
+    others rule by rule.  Making the pieces and choosing (least and median of 7
+    runs, alternated with choosing rule by rule): 29,000 rules ``/*<n>`` 14-18 ms
+    instead of 65-78 (38-44 in other runs), 25,000 ``/*<n>*zz`` 19-21 instead of
+    39-40, ``/*a<n>*b$`` 19-22 instead of 37-38."""
     count_of = counts.__getitem__
     rarest = partial(min, key=count_of)
     chosen: list[str] = []
-    rules = iter(pieces_of_rules)
-    while run := list(islice(rules, _RUN)):
-        sizes = set(map(len, run))
-        if sizes == {1}:
-            chosen += map(cut_key, map(itemgetter(0), run))
-        elif sizes == {2}:
-            firsts = list(map(cut_key, map(itemgetter(0), run)))
-            lasts = list(map(cut_key, map(itemgetter(1), run)))
-            # (first, last)[True] is the last: chosen when its count is no larger.
-            last_chosen = map(le, map(count_of, lasts), map(count_of, firsts))
-            chosen += map(getitem, zip(firsts, lasts, strict=True), last_chosen)
-        else:
-            chosen += map(rarest, map(reversed, map(list, map(map, repeat(cut_key), run))))
+    for size, pieces in runs:
+        if not size:
+            chosen += map(rarest, map(reversed, map(list, map(map, repeat(cut_key), pieces))))
+            continue
+        # The last column first; an earlier one replaces it where strictly rarer.
+        best = list(map(cut_key, pieces[size - 1 :: size]))
+        for column in range(size - 2, -1, -1):
+            keys = list(map(cut_key, pieces[column::size]))
+            rarer = map(lt, map(count_of, keys), map(count_of, best))
+            best = list(map(getitem, zip(best, keys, strict=True), rarer))
+        chosen += best
     return chosen
 
 
@@ -153,9 +168,12 @@ class PieceIndex:
         # On a tie the last key is chosen: a tail's, looked up among the path's ends
         # only (25,000 rules "/*<i>*<j>$" with 158 of each, the path holding every
         # <i>: 158 candidates instead of all).
-        counts = Counter(map(cut_key, chain.from_iterable(_pieces_of(rules))))
+        texts = list(map(itemgetter(1), rules))
+        counts: Counter[str] = Counter()
+        for size, pieces in _piece_runs(texts):
+            counts.update(map(cut_key, pieces if size else chain.from_iterable(pieces)))
         counts[""] = counts["$"] = len(rules) + 1
-        chosen = _rarest_keys(_pieces_of(rules), counts)
+        chosen = _rarest_keys(_piece_runs(texts), counts)
         # Under each key, its rule's position, when each has its own (as in a hostile
         # file: made in C), else the list of its rules' positions.  Positions, not
         # rules: a check sorts its candidates, and 25,000 numbers sort in 0.8 ms,
@@ -174,7 +192,7 @@ class PieceIndex:
         # 1.5 MiB for 25,000 rules), their decision keys in an array (the numbers
         # held 24 bytes more each).
         self._decision_keys = array("q", map(itemgetter(0), rules))
-        self._texts = list(map(itemgetter(1), rules))
+        self._texts = texts
         self._results = list(map(itemgetter(2), rules))
         # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
         # absent from a path, or found only too early, its rules are all dropped at once.
@@ -187,7 +205,7 @@ class PieceIndex:
         self._needs: dict[str, tuple[bool, int]] = {}  # see _need_of
         # Keys of a tail shorter than KEY_LENGTH, with its "$", filed apart: looked up
         # among the path's ends.  The others among its substrings, of these lengths.
-        is_tail = list(map(methodcaller("endswith", "$"), filed))
+        is_tail = list(map(str.endswith, filed, repeat("$")))
         self._filed_tails = {key: filed.pop(key) for key in compress(list(filed), is_tail)}
         self._filed = filed
         self._key_lengths = sorted(set(map(len, filed)))

@@ -19,7 +19,17 @@ from typing import Any, TypeVar
 
 from ._collector import collector_paused
 from ._grams import HEAVY_WORK, PathGrams
-from ._model import ALLOWED, LAST, Rule, Verdict, Written, decision_key, first_copy, new_verdict
+from ._model import (
+    ALLOWED,
+    LAST,
+    Rule,
+    Verdict,
+    Written,
+    decision_key,
+    decision_keys,
+    first_copy,
+    new_verdict,
+)
 from ._pattern import (
     CONTAINS,
     EXACT,
@@ -175,7 +185,7 @@ class RuleSet:
         # Two patterns the same once canonical ("/a%7e", "/a~"), or one as an Allow
         # and a Disallow: only the first in decision order can decide.
         may_repeat = repeated or texts != list(raws)
-        keys = map(decision_key, literal_lengths(texts), allows, lines)
+        keys = decision_keys(literal_lengths(texts), allows, lines)
         # Every path starts with "/": a pattern that starts otherwise ("a*") never matches.
         usable = map(str.startswith, texts, repeat(("/", "*")))
         ordered = sorted(compress(zip(keys, texts, rules, strict=True), usable))  # the keys differ

@@ -3,6 +3,7 @@
 import pytest
 
 from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots._model import decision_key, decision_keys
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern
 from scrapy_rfc9309.robots._robotstxt import path_of
 
@@ -34,6 +35,20 @@ def test_rfc_2_2_2_length_is_measured_in_octets_of_the_pattern():
     # "/*.html" is 7 octets, "/a/" is 3: the wildcard rule is more specific.
     r = robots("Allow: /a/", "Disallow: /*.html")
     assert not r.allowed("/a/b.html", BOT)
+
+
+def test_rfc_2_2_2_decision_keys_all_at_once_order_as_one_by_one():
+    """Longest first, Allow before Disallow on a tie, then the earliest line."""
+    rules = [
+        (length, allow, line)
+        for length in (0, 1, 7, 2_000)
+        for allow in (True, False)
+        for line in (1, 2, 2**32 - 1)
+    ]
+    keys = list(decision_keys(*zip(*rules, strict=True)))
+    assert keys == [decision_key(*rule) for rule in rules]
+    ordered = [rule for _, rule in sorted(zip(keys, rules, strict=True))]
+    assert ordered == sorted(rules, key=lambda rule: (-rule[0], not rule[1], rule[2]))
 
 
 def test_rfc_2_2_2_no_match_means_allowed():

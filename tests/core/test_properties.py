@@ -112,8 +112,9 @@ def test_the_piece_index_decides_like_the_reference(rules, path):
 
 
 def test_the_piece_index_chooses_each_rules_rarest_key_run_by_run_as_rule_by_rule():
-    # Runs of rules of one piece, of two (one a tie), of three, and mixed, longer than
-    # a run: each rule's rarest key, the last on a tie, as chosen rule by rule.
+    # Runs of rules of one piece, of two (one a tie), of three, of four, and mixed,
+    # longer than a run: each rule's rarest key, the last on a tie, as chosen rule by
+    # rule.
     pieces = (
         [[f"{n}"] for n in range(300)]
         + [[f"piece-{n}-longer-than-a-key"] for n in range(300)]
@@ -122,11 +123,14 @@ def test_the_piece_index_chooses_each_rules_rarest_key_run_by_run_as_rule_by_rul
         + [[f"{n}", "ef"] for n in range(300)]
         + [[f"{n % 3}", f"piece-{n}-longer-than-a-key"] for n in range(300)]
         + [[f"{n % 5}", f"{n}", "zz"] for n in range(300)]
+        + [["gh", f"{n % 11}", "gh", "ij"] for n in range(300)]  # ties among four
         + [[f"{n}", "zz"] if n % 2 else [f"{n % 9}"] for n in range(300)]
         + [[f"piece-{n}-longer-than-a-key", "zz"] for n in range(300)]
     )
+    texts = ["/*" + "*".join(each) for each in pieces]
+    assert [size for size, _ in _pieces._piece_runs(texts)].count(0) >= 2  # mixed runs
     counts = Counter(map(_pieces.cut_key, chain.from_iterable(pieces)))
-    chosen = _pieces._rarest_keys(pieces, counts)
+    chosen = _pieces._rarest_keys(_pieces._piece_runs(texts), counts)
     one_by_one = [
         min(reversed(list(map(_pieces.cut_key, each))), key=counts.__getitem__) for each in pieces
     ]
