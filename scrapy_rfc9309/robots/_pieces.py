@@ -89,9 +89,9 @@ def _piece_runs(texts: list[str]) -> Iterator[_Run]:
     a tail of fewer than KEY_LENGTH characters is then a key ending with "$" (see
     :attr:`PieceIndex._tail_keys`).
 
-    Made a run at a time, not held for every rule at once: they were the peak of a
-    first check's memory on a 500 KiB file.  A run whose rules all have as many
-    pieces is split all at once, joined (as a hostile file's are)."""
+    Made a run at a time, not held for every rule at once (see
+    :class:`PieceIndex`).  A run whose rules all have as many pieces is split all
+    at once, joined (as a hostile file's are)."""
     literal = has_literal_wildcard(texts)  # decoded: a piece ends before its first "$"
     for start in range(0, len(texts), _RUN):
         if literal:
@@ -161,9 +161,9 @@ class PieceIndex:
     )
 
     def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
-        # A rule's keys are its pieces, cut.  The pieces are made twice, a rule (or a
-        # run of rules) at a time, rather than held for every rule at once: they were
-        # the peak of a first check's memory on a 500 KiB file.
+        # A rule's keys are its pieces, cut.  The pieces are made twice, a run of rules
+        # at a time, rather than held for every rule at once: held, they raised the
+        # peak of a first check of the 500 KiB real-shaped file from 4.23 to 4.30 MB.
         # How many rules name each key: a rule's rarest key rejects it, and the
         # fewest others, when it is absent from a path.  An empty piece ("**") is in
         # every path, and "$" (of "*$") ends every path: never chosen over another.
