@@ -78,9 +78,12 @@ class RobotsTxt:
                 members = self._by_token.setdefault(agent, [])
                 if not members or members[-1] is not group:
                     members.append(group)
-        self._selections: dict[str, GroupSelection] = {}
+        # What a file keeps per crawler holds as few objects as it can: a broad crawl
+        # keeps thousands of files, and the garbage collector traverses them all.
         self._rulesets: dict[str, RuleSet] = {}
-        self._checked_once: set[str] = set()  # tokens checked once, not yet compiled
+        # Tokens checked once, not yet compiled: a tuple of strings is not tracked by
+        # the garbage collector, a set is.
+        self._checked_once: tuple[str, ...] = ()
         self._memory_estimates: dict[str, int] = {}
 
     @classmethod
@@ -166,11 +169,7 @@ class RobotsTxt:
         merged; otherwise none (§2.2.1).
         """
         token = product_token(user_agent)
-        selection = self._selections.get(token)
-        if selection is None:
-            groups = self._groups_for(token)
-            selection = self._selections[token] = GroupSelection(token, tuple(groups))
-        return selection
+        return GroupSelection(token, tuple(self._groups_for(token)))
 
     def _groups_for(self, token: str) -> list[Group]:
         return (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
@@ -208,7 +207,7 @@ class RobotsTxt:
             if ruleset is None:
                 rules = self._rules_for(token)
                 if rules and token not in self._checked_once and len(rules) <= _ONE_PASS_AT:
-                    self._checked_once.add(token)
+                    self._checked_once += (token,)
                     return _unless_robots_txt(first_check(rules, path), path)
                 ruleset = self._rulesets[token] = _compiled(rules)
             if len(self._rulesets) < _MAX_SHORTCUTS:
@@ -232,20 +231,22 @@ class RobotsTxt:
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """The ``Crawl-delay`` of the groups that apply, in seconds (the largest if several)."""
-        delays = [d for group in self.select(user_agent).groups for d in group.crawl_delays]
+        groups = self._groups_for(product_token(user_agent))
+        delays = [d for group in groups for d in group.crawl_delays]
         return max(delays) if delays else None
 
     def request_rate(self, user_agent: str) -> tuple[int, float] | None:
         """The ``Request-rate`` of the groups that apply as ``(requests, seconds)``
         (the slowest if several)."""
-        rates = [r for group in self.select(user_agent).groups for r in group.request_rates]
+        groups = self._groups_for(product_token(user_agent))
+        rates = [r for group in groups for r in group.request_rates]
         return max(rates, key=lambda rate: rate[1] / rate[0]) if rates else None
 
     def preferences(self, url: str, user_agent: str) -> Preferences:
         """What the file says about the use of *url*'s content by *user_agent*:
         the ``Content-Usage`` and ``Content-Signal`` lines of the groups that apply,
         the longest matching path deciding.  None where the crawler may not go."""
-        groups = self.select(user_agent).groups
+        groups = self._groups_for(product_token(user_agent))
         members = [member for group in groups for member in group.preferences]
         if not members or not self.check(url, user_agent).allowed:
             return NO_PREFERENCES
@@ -266,9 +267,9 @@ class RobotsTxt:
 #: as parsed (and a byte a character), the crawler's rule set, each of its rules
 #: compiled and indexed, and each character of those; a rule set of at most
 #: ``LEAF_SIZE`` rules, and each of its rules.
-_BASE_BYTES = 1_600
+_BASE_BYTES = 1_330
 _SITEMAP_BYTES = 65
-_GROUP_BYTES = 360
+_GROUP_BYTES = 200
 _AGENT_BYTES = 180
 _RULE_BYTES = 145
 _RULE_SET_BYTES = 1_500
