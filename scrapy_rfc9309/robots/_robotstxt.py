@@ -78,11 +78,10 @@ class RobotsTxt:
                 members = self._by_token.setdefault(agent, [])
                 if not members or members[-1] is not group:
                     members.append(group)
-        # What a file keeps per crawler holds as few objects as it can: a broad crawl
-        # keeps thousands of files, and the garbage collector traverses them all.
         self._rulesets: dict[str, RuleSet] = {}
-        # Tokens checked once, not yet compiled: a tuple of strings is not tracked by
-        # the garbage collector, a set is.
+        # Tokens checked once, not yet compiled.  A tuple of strings, which the garbage
+        # collector does not track (a set it does): a broad crawl keeps thousands of
+        # files, and each of its full collections walks what they hold.
         self._checked_once: tuple[str, ...] = ()
         self._memory_estimates: dict[str, int] = {}
 
