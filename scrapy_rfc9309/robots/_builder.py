@@ -72,7 +72,7 @@ class Builder:
         elif directive in (lexer.CONTENT_USAGE, lexer.CONTENT_SIGNAL):
             member = preference_line(directive, value, line) if self.current else None
             if member is not None and self.current is not None:
-                self.current.preferences = appended(self.current.preferences, member)
+                self.current.preferences = _appended(self.current.preferences, member)
             elif len(self.ignored) < MAX_IGNORED:
                 where = "" if self.current else " (before any User-agent line)"
                 self.ignored.append((line, f"{LABEL[directive]}: {_shorten(value)}{where}"))
@@ -81,13 +81,13 @@ class Builder:
         elif directive == lexer.CRAWL_DELAY:
             delay = parse_crawl_delay(value)
             if delay is not None:
-                self.current.crawl_delays = appended(self.current.crawl_delays, delay)
+                self.current.crawl_delays = _appended(self.current.crawl_delays, delay)
             elif len(self.ignored) < MAX_IGNORED:
                 self.ignored.append((line, f"Crawl-delay: {_shorten(value)}"))
         elif directive == lexer.REQUEST_RATE:
             rate = parse_request_rate(value)
             if rate is not None:
-                self.current.request_rates = appended(self.current.request_rates, rate)
+                self.current.request_rates = _appended(self.current.request_rates, rate)
             elif len(self.ignored) < MAX_IGNORED:
                 self.ignored.append((line, f"Request-rate: {_shorten(value)}"))
 
@@ -187,7 +187,7 @@ MAX_IGNORED = 20
 _T = TypeVar("_T")
 
 
-def appended(values: Sequence[_T], value: _T) -> list[_T]:
+def _appended(values: Sequence[_T], value: _T) -> list[_T]:
     """*values* with *value* at the end: the list itself, or a new list in place of a
     group's shared empty tuple (see :class:`._model.Group`)."""
     listed = values if isinstance(values, list) else list(values)
