@@ -43,6 +43,7 @@ from ..robots import (
     RobotsEntry,
     RobotsTxt,
     SQLiteRobotsStore,
+    StoredRobots,
     StoreError,
     decode,
     product_token,
@@ -219,11 +220,9 @@ class Command(ScrapyCommand):
             where = str(store.path)
         else:
             raise LookupError("RFC9309_PERSISTENT_CACHE is off: nothing is kept")
-        try:  # on a thread of its own: the caller may run an event loop already
-            with ThreadPoolExecutor(1) as thread:
-                record = thread.submit(asyncio.run, store.get(authority)).result()
-        finally:
-            store.close()
+        # On a thread of its own: the caller may run an event loop already.
+        with ThreadPoolExecutor(1) as thread:
+            record = thread.submit(asyncio.run, _read_kept(store, authority)).result()
         if record is None:
             raise LookupError(f"no copy of {authority}/robots.txt is kept in {where}")
         now = time.time()
@@ -253,6 +252,15 @@ class Command(ScrapyCommand):
         if not results:
             return RuntimeError("the crawler did not start (run with --loglevel=INFO to see why)")
         return results[0]
+
+
+async def _read_kept(
+    store: RedisRobotsStore | SQLiteRobotsStore, authority: str
+) -> StoredRobots | None:
+    try:
+        return await store.get(authority)
+    finally:
+        await store.close()
 
 
 def _print_file(

@@ -7,7 +7,8 @@ for how long it is fresh, and the validators for a conditional refresh (``ETag``
 ``Last-Modified``).  Two stores with the same asynchronous interface:
 
 * :class:`SQLiteRobotsStore`: one file, every statement on one worker thread (never
-  on the event loop); WAL, so a killed process leaves a usable file;
+  on the event loop), a write queued there without the caller waiting for it; WAL, so
+  a killed process leaves a usable file;
 * :class:`RedisRobotsStore`: the fleet's Redis, one key per authority.
 
 A record that does not read back as it was written (a body that does not match its
@@ -26,7 +27,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -80,6 +81,10 @@ class SQLiteRobotsStore:
 
     A file that is not an SQLite database, or is damaged, is moved aside (to
     ``<path>.corrupt``) and a new one made: :attr:`replaced` then says why.
+
+    :meth:`put` queues the write and returns: a read queued after it sees it.  A write
+    that fails makes every later call, :meth:`close` included, raise its
+    :class:`StoreError`.  :meth:`close` returns once the queued writes are done.
     """
 
     _SCHEMA = (
@@ -97,10 +102,22 @@ class SQLiteRobotsStore:
         self._now = now
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rfc9309-robots")
         self._connection: sqlite3.Connection | None = None
+        self._write_error: StoreError | None = None  # set on the worker thread
 
     async def _run(self, call: Callable[[], _T]) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._guarded, call)
+        return await asyncio.wrap_future(self._submit(self._guarded, call))
+
+    def _submit(self, call: Callable[..., _T], *args: Any) -> Future[_T]:
+        """*call* queued on the store's thread."""
+        self._raise_write_error()
+        try:
+            return self._executor.submit(call, *args)
+        except RuntimeError as exc:  # after close()
+            raise StoreError(f"robots.txt cache {self.path}: {exc}") from exc
+
+    def _raise_write_error(self) -> None:
+        if self._write_error is not None:
+            raise self._write_error
 
     def _guarded(self, call: Callable[[], _T]) -> _T:
         try:
@@ -162,7 +179,17 @@ class SQLiteRobotsStore:
         return record
 
     async def put(self, authority: str, record: StoredRobots) -> None:
-        await self._run(lambda: self._put(authority, record))
+        # Not awaited: a hop back to the event loop for each site cost more CPU than
+        # the statement itself.
+        self._submit(self._write, authority, record)
+
+    def _write(self, authority: str, record: StoredRobots) -> None:
+        if self._write_error is not None:
+            return
+        try:
+            self._guarded(lambda: self._put(authority, record))
+        except StoreError as exc:
+            self._write_error = exc
 
     def _put(self, authority: str, record: StoredRobots) -> None:
         assert self._connection is not None
@@ -189,10 +216,14 @@ class SQLiteRobotsStore:
                 self._connection.close()
             self._connection = None
 
-    def close(self) -> None:
-        """Close the file once the pending statements are done (without waiting)."""
-        self._executor.submit(self._close_connection)
-        self._executor.shutdown(wait=False)
+    async def close(self) -> None:
+        """Close the file once the queued statements are done; raise the
+        :class:`StoreError` of a write that failed."""
+        try:
+            await asyncio.wrap_future(self._executor.submit(self._close_connection))
+        finally:
+            self._executor.shutdown(wait=False)
+        self._raise_write_error()
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
@@ -256,5 +287,5 @@ class RedisRobotsStore:
         except Exception as exc:
             raise StoreError(f"robots.txt cache in the fleet Redis: {exc}") from exc
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._redis.close()

@@ -32,7 +32,7 @@ async def test_many_concurrent_writes_and_reads_each_get_their_own_record(tmp_pa
             store.put(authorities[0], record(b"the second write wins")),
         )
         found = await asyncio.gather(*(store.get(a) for a in authorities))
-        store.close()
+        await store.close()
         return found
 
     found = await on_loop(crawl())
@@ -50,29 +50,85 @@ async def test_a_read_asked_with_a_write_of_the_same_site_sees_the_write(tmp_pat
         _, found = await asyncio.gather(
             store.put("https://a.example", record(b"new")), store.get("https://a.example")
         )
-        store.close()
+        await store.close()
         return found
 
     assert await on_loop(crawl()) == record(b"new")
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_store_that_cannot_be_written_fails_every_waiting_call(tmp_path):
+async def test_close_returns_once_every_queued_write_is_in_the_file(tmp_path):
+    path = tmp_path / "robots.sqlite"
+
+    async def crawl() -> None:
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        for n in range(300):
+            await store.put(f"https://site{n}.example", record(b"x" * 500))
+        await store.close()
+
+    await on_loop(crawl())
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM robots").fetchone() == (300,)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_store_that_cannot_be_opened_fails_every_call(tmp_path):
     (tmp_path / "robots.sqlite").mkdir()  # a directory where the file should be
 
     async def crawl() -> list[BaseException | StoredRobots | None]:
         store = SQLiteRobotsStore(tmp_path / "robots.sqlite", 1000, time.time)
-        results = await asyncio.gather(
-            store.put("https://a.example", record(b"x")),
-            store.get("https://b.example"),
-            return_exceptions=True,
-        )
-        store.close()
+        results: list[BaseException | StoredRobots | None] = []
+        for call in (
+            lambda: store.get("https://a.example"),
+            lambda: store.put("https://a.example", record(b"x")),
+            store.close,
+        ):
+            try:
+                results.append(await call())
+            except StoreError as exc:
+                results.append(exc)
         return results
 
     results = await on_loop(crawl())
-    assert all(isinstance(result, StoreError) for result in results), results
+    assert isinstance(results[0], StoreError), results
     assert "robots.sqlite" in str(results[0])
+    # The write was queued; close() says it failed.
+    assert results[1] is None and isinstance(results[2], StoreError), results
+
+
+REFUSE_WRITES = (
+    "CREATE TRIGGER refuse BEFORE INSERT ON robots"
+    " BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END"
+)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_failed_write_is_raised_by_the_next_call_and_by_close(tmp_path):
+    path = tmp_path / "robots.sqlite"
+
+    async def crawl() -> list[str]:
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        await store.put("https://made.example", record(b"x"))
+        await store.close()
+        with sqlite3.connect(path) as db:  # readable, and every write now fails
+            db.execute(REFUSE_WRITES)
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        said: list[str] = []
+        await store.put("https://a.example", record(b"x"))  # queued: no error yet
+        await asyncio.sleep(0.5)  # the write runs on the store's thread
+        for call in (
+            lambda: store.get("https://b.example"),
+            lambda: store.put("https://b.example", record(b"y")),
+            store.close,
+        ):
+            try:
+                await call()
+            except StoreError as exc:
+                said.append(str(exc))
+        return said
+
+    said = await on_loop(crawl())
+    assert len(said) == 3 and all("the disk refuses" in text for text in said), said
 
 
 @pytest_twisted.ensureDeferred
@@ -83,7 +139,7 @@ async def test_a_damaged_row_reads_as_missing_and_is_deleted(tmp_path):
         store = SQLiteRobotsStore(path, 1000, time.time)
         await store.put("https://a.example", record(b"kept"))
         await store.put("https://b.example", record(b"damaged"))
-        store.close()
+        await store.close()
         with sqlite3.connect(path) as db:
             db.execute(
                 "UPDATE robots SET body = ? WHERE authority = ?", (b"x", "https://b.example")
@@ -92,7 +148,7 @@ async def test_a_damaged_row_reads_as_missing_and_is_deleted(tmp_path):
         kept, damaged = await asyncio.gather(
             store.get("https://a.example"), store.get("https://b.example")
         )
-        store.close()
+        await store.close()
         return kept, damaged
 
     kept, damaged = await on_loop(put_then_get())

@@ -164,7 +164,7 @@ async def test_the_fleet_keeps_robots_txt_results_and_drops_what_does_not_read_b
             *(f"rfc9309:robots-kept:{{{n}.example}}:http://{n}.example" for n in "bc")
         )
         server.close()
-        store.close()
+        await store.close()
         return read, left
 
     read, left = await on_loop(scenario())

@@ -319,7 +319,7 @@ async def test_a_fleet_that_keeps_robots_txt_publishes_it_there_and_an_unreachab
         finally:
             for fetcher, kept in ((a, a_kept), (b, b_kept)):
                 fetcher.close()
-                kept.close()
+                await kept.close()
 
     fetched, read = await on_loop(scenario())
     assert Site.fetches == 2  # each once, by process A

@@ -3,6 +3,7 @@ started again, and what the sites' servers saw each time."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sqlite3
@@ -178,6 +179,34 @@ async def test_damaged_or_foreign_rows_are_dropped_and_fetched_again(site, tmp_p
     assert site.count("/robots.txt") == 4  # the last copy was sound
 
 
+@pytest.mark.parametrize("count", [1, 20])
+@pytest_twisted.ensureDeferred
+async def test_a_cache_file_that_refuses_writes_is_said_once_and_the_crawl_obeys(
+    tmp_path, caplog, count
+):
+    # With one site the failed write is said when the crawl closes the file.
+    cache = tmp_path / "robots.sqlite"
+    sites = Sites(count)
+    try:
+        await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+        with sqlite3.connect(cache) as db:
+            db.execute("DELETE FROM robots")
+            db.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON robots"
+                " BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END"
+            )
+        sites.take()
+        with caplog.at_level(logging.WARNING):
+            crawler = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=str(cache))
+        assert sites.take() == {"robots": count, "page": count}
+    finally:
+        sites.site.close()
+    said = [r.getMessage() for r in caplog.records if "the disk refuses" in r.getMessage()]
+    assert len(said) == 1, said
+    assert crawler.stats.get_value("rfc9309/persistent_error") == 1
+    assert crawler.stats.get_value("rfc9309/forbidden") == count
+
+
 @pytest.mark.subprocess
 def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_path):
     import json
@@ -198,7 +227,8 @@ def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_pat
     )
     try:
         deadline = time.monotonic() + 60
-        while "/slow" not in site.paths():  # robots.txt read, the page on the wire
+        # robots.txt read, its copy written (without the crawl waiting), the page on the wire
+        while "/slow" not in site.paths() or not rows(cache):
             assert time.monotonic() < deadline and process.poll() is None
             time.sleep(0.05)
     finally:
@@ -215,6 +245,15 @@ def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_pat
     stats = json.loads(result.stdout.strip().splitlines()[-1])
     assert stats["rfc9309/persistent_hit"] == 1
     assert site.paths() == ["/robots.txt", "/slow", "/slow"]
+
+
+def rows(cache: str) -> int:
+    """The records in the SQLite file *cache* (0 while it is not made yet)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
+            return db.execute("SELECT COUNT(*) FROM robots").fetchone()[0]
+    except sqlite3.Error:
+        return 0
 
 
 class Sitemaps(SitemapsFromRobotsMixin, SitemapSpider):

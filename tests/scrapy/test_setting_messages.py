@@ -176,4 +176,4 @@ def test_without_scrapy_cfg_the_robots_middleware_runs_and_keeps_copies_here(tmp
     )
     middleware = RobotsTxtMiddleware.from_crawler(crawler)
     assert middleware.config.persistent_path == str(tmp_path / ".scrapy" / "rfc9309-robots.sqlite")
-    middleware.persistent.close()
+    assert middleware.persistent is not None  # its file is made at the first read

@@ -36,7 +36,7 @@ class RobotsStore(Protocol):
 
     async def put(self, authority: str, record: StoredRobots) -> None: ...
 
-    def close(self) -> None: ...
+    async def close(self) -> None: ...
 
 
 class PersistentRobotsFetcher:
@@ -120,8 +120,14 @@ class PersistentRobotsFetcher:
         self.stats.inc_value("rfc9309/persistent_error")
         logger.warning("%s; robots.txt is fetched as if there were no cache", exc)
 
-    def close(self) -> None:
-        self.store.close()
+    async def close(self) -> None:
+        """Close the store once this crawl's copies are written (a failed write is
+        said here if nothing said it before)."""
+        try:
+            await self.store.close()
+        except StoreError as exc:
+            if not self._failed:
+                self._fail(exc)
 
 
 def kept_record(fetched: Fetched, max_bytes: int) -> StoredRobots | None:
