@@ -10,7 +10,7 @@ from twisted.internet.defer import Deferred
 
 from tests.budget.process_worker import DAY
 
-__all__ = ["BUDGET", "DAY", "on_loop", "page_paths", "policy"]
+__all__ = ["BUDGET", "DAY", "REFUSE_ROBOTS_WRITES", "on_loop", "page_paths", "policy"]
 
 #: Settings of a crawl with the budget middleware (and the package's robots one).
 BUDGET: dict[str, Any] = {
@@ -22,6 +22,12 @@ BUDGET: dict[str, Any] = {
         "scrapy_rfc9309.DomainBudgetMiddleware": 950,
     },
 }
+
+#: SQL that makes a robots.txt cache file refuse every write, still readable.
+REFUSE_ROBOTS_WRITES = (
+    "CREATE TRIGGER refuse BEFORE INSERT ON robots"
+    " BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END"
+)
 
 
 def policy(pages: int = 0, requests: int = 0) -> dict[str, Any]:

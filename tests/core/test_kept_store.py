@@ -12,7 +12,7 @@ import pytest_twisted
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots, StoreError
 
-from ..helpers import on_loop
+from ..helpers import REFUSE_ROBOTS_WRITES, on_loop
 
 NOW = time.time()
 
@@ -73,7 +73,7 @@ async def test_close_returns_once_every_queued_write_is_in_the_file(tmp_path):
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_store_that_cannot_be_opened_fails_every_call(tmp_path):
+async def test_an_unopenable_store_fails_reads_and_says_the_queued_write_at_close(tmp_path):
     (tmp_path / "robots.sqlite").mkdir()  # a directory where the file should be
 
     async def crawl() -> list[BaseException | StoredRobots | None]:
@@ -97,12 +97,6 @@ async def test_a_store_that_cannot_be_opened_fails_every_call(tmp_path):
     assert results[1] is None and isinstance(results[2], StoreError), results
 
 
-REFUSE_WRITES = (
-    "CREATE TRIGGER refuse BEFORE INSERT ON robots"
-    " BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END"
-)
-
-
 @pytest_twisted.ensureDeferred
 async def test_a_failed_write_is_raised_by_the_next_call_and_by_close(tmp_path):
     path = tmp_path / "robots.sqlite"
@@ -112,7 +106,7 @@ async def test_a_failed_write_is_raised_by_the_next_call_and_by_close(tmp_path):
         await store.put("https://made.example", record(b"x"))
         await store.close()
         with sqlite3.connect(path) as db:  # readable, and every write now fails
-            db.execute(REFUSE_WRITES)
+            db.execute(REFUSE_ROBOTS_WRITES)
         store = SQLiteRobotsStore(path, 1000, time.time)
         said: list[str] = []
         await store.put("https://a.example", record(b"x"))  # queued: no error yet

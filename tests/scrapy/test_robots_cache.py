@@ -20,6 +20,7 @@ from scrapy.spiders import SitemapSpider
 from scrapy_rfc9309 import SitemapsFromRobotsMixin
 from tests.broad_site import BroadSite, addresses
 from tests.crawl import crawl
+from tests.helpers import REFUSE_ROBOTS_WRITES
 
 ROOT = Path(__file__).resolve().parents[2]
 ETAG = '"v1"'
@@ -191,10 +192,7 @@ async def test_a_cache_file_that_refuses_writes_is_said_once_and_the_crawl_obeys
         await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=str(cache))
         with sqlite3.connect(cache) as db:
             db.execute("DELETE FROM robots")
-            db.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON robots"
-                " BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END"
-            )
+            db.execute(REFUSE_ROBOTS_WRITES)
         sites.take()
         with caplog.at_level(logging.WARNING):
             crawler = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=str(cache))
