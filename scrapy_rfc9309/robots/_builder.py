@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from . import _lexer as lexer
-from ._model import STAR, Group, new_rule
+from ._model import DISALLOW_BIT, STAR, Group
 from ._preferences import LABEL, preference_line
 from ._useragent import group_name
 
@@ -125,7 +125,8 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
     rule_spellings = _RULES_AS_WRITTEN
     # The builder's current group's rules, names and in_rules, kept here meanwhile.
     group = builder.current
-    append = group.rules.append if group is not None else None
+    if group is not None:
+        add_pattern, add_key = group.patterns.append, group.rule_keys.append
     in_rules = builder.in_rules
     for number, line in enumerate(lines, first):
         hash_at = line.find("#")
@@ -158,7 +159,7 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
             if directive == user_agent:  # inline: some files have thousands
                 if group is None or in_rules:
                     group, in_rules = builder.start_group(number), False
-                    append = group.rules.append
+                    add_pattern, add_key = group.patterns.append, group.rule_keys.append
                 value = value.strip(ws)
                 if value.isalnum() and value.isascii():  # the usual case: "Googlebot"
                     agent = value.lower()
@@ -172,11 +173,12 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
                 builder.other(directive, number, value.strip(ws))
                 continue
             allows = directive == allow
-        if append is not None:  # else before any user-agent line: no group
+        if group is not None:  # else before any user-agent line: no rule
             in_rules = True
             value = value.strip(ws)
-            if value:
-                append(new_rule((allows, value, number)))
+            if value:  # Group.add_rule(), inline
+                add_pattern(value)
+                add_key(number if allows else number + DISALLOW_BIT)
     builder.in_rules = in_rules
 
 

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import functools
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add, lshift, neg, not_
+from operator import add, lshift, neg
 from typing import NamedTuple
 
 from ._preferences import PreferenceLine
@@ -51,11 +52,45 @@ class Rule(NamedTuple):
 
 new_rule = functools.partial(tuple.__new__, Rule)
 
+#: Added to a Disallow line's number in its :func:`rule_key`.
+DISALLOW_BIT = 1 << 32
+#: A rule key's line number.
+LINE_MASK = DISALLOW_BIT - 1
+
+
+def rule_key(allow: bool, line: int) -> int:
+    """What orders two rules of one length (§2.2.2): ``Allow`` first, then the earlier
+    line; and what the rule is, beside its pattern.  Lines are below 2**32."""
+    return line if allow else line + DISALLOW_BIT
+
+
+def rule_of(pattern: str, key: int) -> Rule:
+    """The rule of *pattern* and its :func:`rule_key`."""
+    return new_rule((key < DISALLOW_BIT, pattern, key & LINE_MASK))
+
+
+def verdict_of(pattern: str, key: int) -> Verdict:
+    """The verdict of the rule of *pattern* and its :func:`rule_key`, when it decides."""
+    allow = key < DISALLOW_BIT
+    text = f"{'Allow' if allow else 'Disallow'}: {pattern}"
+    return new_verdict((allow, text, key & LINE_MASK))
+
+
+#: A crawler's rules, column by column: their patterns as written, and their
+#: :func:`rule_key` in an array.
+RuleColumns = tuple[list[str], "array[int]"]
+
 
 class Group:
     """User-agent lines and the records that follow them (§2.1): the crawler names
     (``agents``), the line it starts on, its rules, Crawl-delay and Request-rate
     values, and its Content-Usage and Content-Signal lines (see :mod:`._preferences`).
+
+    Its rules are held column by column: ``patterns`` as written and their
+    :func:`rule_key` in ``rule_keys``, an array.  A rule held as a :class:`Rule`
+    with its line number took 104 bytes more than a pattern's place in a list
+    (``tracemalloc``, the 58,000 rules of the tests' corpus: 5.3 of the 14.1 MiB
+    its 295 files held once checked); :attr:`rules` makes the tuples when asked.
 
     A plain class: a file's parse makes one per group, and a dataclass with field
     factories took 0.92 us to make one, this 0.63 (measured).  Crawl-delay,
@@ -63,15 +98,34 @@ class Group:
     empty tuple for each (the builder puts a list in its place at the first), so
     that a cached file holds fewer objects for the garbage collector to traverse."""
 
-    __slots__ = ("agents", "crawl_delays", "line", "preferences", "request_rates", "rules")
+    __slots__ = (
+        "agents",
+        "crawl_delays",
+        "line",
+        "patterns",
+        "preferences",
+        "request_rates",
+        "rule_keys",
+    )
 
     def __init__(self, agents: list[str], line: int) -> None:
         self.agents = agents
         self.line = line
-        self.rules: list[Rule] = []
+        self.patterns: list[str] = []
+        self.rule_keys = array("Q")
         self.crawl_delays: Sequence[float] = ()
         self.request_rates: Sequence[tuple[int, float]] = ()
         self.preferences: Sequence[PreferenceLine] = ()
+
+    @property
+    def rules(self) -> list[Rule]:
+        """Its ``Allow`` and ``Disallow`` lines, in file order (a new list each time)."""
+        return list(map(rule_of, self.patterns, self.rule_keys))
+
+    def add_rule(self, allow: bool, pattern: str, line: int) -> None:
+        """Add the rule of an ``Allow`` (or ``Disallow``) line."""
+        self.patterns.append(pattern)
+        self.rule_keys.append(rule_key(allow, line))
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -98,36 +152,32 @@ class GroupSelection:
         return bool(self.groups) and all(STAR in group.agents for group in self.groups)
 
 
-def decision_key(length: int, allow: bool, line: int) -> int:
+def decision_key(length: int, key: int) -> int:
     """The order in which rules decide (§2.2.2), smallest first: the longest pattern,
-    ``Allow`` on a tie, then the earliest line.  One number (lines are below 2**32),
-    shared by the first check and the compiled :class:`RuleSet`: sorting a
+    then by :func:`rule_key` (*key*): ``Allow`` on a tie, then the earliest line.  One
+    number, shared by the first check and the compiled :class:`RuleSet`: sorting a
     25,000-rule file by it is 5 times faster than by a tuple (measured)."""
-    return ((-length) << 33) + ((not allow) << 32) + line
+    return ((-length) << 33) + key
 
 
-def decision_keys(
-    lengths: Iterable[int], allows: Iterable[bool], lines: Iterable[int]
-) -> Iterator[int]:
+def decision_keys(lengths: Iterable[int], keys: Iterable[int]) -> Iterator[int]:
     """:func:`decision_key` of each rule, all at once: in C, no call per rule (25,000
     rules in 6.7 ms instead of 11.5, a tenth of compiling a hostile file)."""
-    longest_first = map(lshift, map(neg, lengths), repeat(33))
-    allow_first = map(lshift, map(not_, allows), repeat(32))
-    return map(add, map(add, longest_first, allow_first), lines)
+    return map(add, map(lshift, map(neg, lengths), repeat(33)), keys)
 
 
-#: The patterns of the rules tried so far: Disallow's, then Allow's.
+#: The patterns of the rules tried so far: Allow's, then Disallow's.
 Written = tuple[set[str], set[str]]
 
 
-def first_copy(written: Written, rule: Rule) -> bool:
-    """True the first time *rule*'s pattern comes with its ``Allow``/``Disallow``
-    (recorded in *written*): a line repeated never decides after its first copy, so
-    the first check and :class:`RuleSet` both try it once."""
-    seen = written[rule.allow]
-    if rule.pattern in seen:
+def first_copy(written: Written, pattern: str, key: int) -> bool:
+    """True the first time *pattern* comes with its ``Allow``/``Disallow`` (its
+    :func:`rule_key` *key*; recorded in *written*): a line repeated never decides
+    after its first copy, so the first check and :class:`RuleSet` both try it once."""
+    seen = written[key >= DISALLOW_BIT]
+    if pattern in seen:
         return False
-    seen.add(rule.pattern)
+    seen.add(pattern)
     return True
 
 

@@ -138,9 +138,10 @@ def _rarest_keys(runs: Iterable[_Run], counts: Counter[str]) -> list[str]:
 class PieceIndex:
     """Rules that need literal pieces found in the path, filed by their rarest piece.
 
-    *rules* are ``(key, text, rule)``, in decision order: the rule's decision key
+    *rules* are ``(key, text, place)``, in decision order: the rule's decision key
     (smaller decides first), its pattern's text form (see
-    :func:`._pattern.pattern_texts`), and what :meth:`first_match` returns for it.
+    :func:`._pattern.pattern_texts`), and what :meth:`first_match` returns for it
+    (a number below 2**32: where the caller holds the rule).
     A rule is shaped for matching (split into its pieces) the first time it is a
     candidate: most rules of a hostile file never are, and the index is built at a
     crawler's first check.
@@ -155,12 +156,12 @@ class PieceIndex:
         "_key_lengths",
         "_needs",
         "_one_each",
-        "_results",
+        "_places",
         "_shapes",
         "_texts",
     )
 
-    def __init__(self, rules: Sequence[tuple[int, str, Any]]) -> None:
+    def __init__(self, rules: Sequence[tuple[int, str, int]]) -> None:
         # A rule's keys are its pieces, cut.  The pieces are made twice, a run of rules
         # at a time, rather than held for every rule at once: held, they raised the
         # peak of a first check of the 500 KiB real-shaped file from 4.23 to 4.30 MB.
@@ -195,7 +196,7 @@ class PieceIndex:
         # held 24 bytes more each).
         self._decision_keys = array("q", map(itemgetter(0), rules))
         self._texts = texts
-        self._results = list(map(itemgetter(2), rules))
+        self._places: array[int] = array("I", map(itemgetter(2), rules))
         # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
         # absent from a path, or found only too early, its rules are all dropped at once.
         # Not "" or "$", nor a literal "*" (that a text holds "a*b" does not mean its
@@ -248,9 +249,9 @@ class PieceIndex:
         last = path.rfind(key)
         return last >= 0 and last >= self._need_of(key)[1]
 
-    def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> Any:
-        """The first rule in decision order, with a key below *before*, that matches
-        *path*; ``None`` if none does.  *grams(n)* is the set of the path's
+    def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> int | None:
+        """The place of the first rule in decision order, with a key below *before*,
+        that matches *path*; ``None`` if none does.  *grams(n)* is the set of the path's
         substrings of length *n*."""
         ends = {path[-n:] + "$" for n in range(1, KEY_LENGTH)}
         # The common keys no rule that names them can find in the path: absent, or
@@ -264,7 +265,7 @@ class PieceIndex:
             map(self._filed.__getitem__, chain.from_iterable(present)),
             map(tails.__getitem__, ends & tails.keys()),
         )
-        found = list(filed if self._one_each else chain.from_iterable(filed))
+        found: list[int] = list(filed if self._one_each else chain.from_iterable(filed))
         if missing and len(found) > _DROP_AT:
             dropped = frozenset().union(*map(self._holders_of, missing))
             found = list(filterfalse(dropped.__contains__, found))
@@ -326,5 +327,5 @@ class PieceIndex:
                 pos = first + len(segment)
             else:
                 if len(path) - len(tail) >= pos:
-                    return self._results[position]
+                    return self._places[position]
         return None

@@ -22,13 +22,14 @@ from ._grams import HEAVY_WORK, PathGrams
 from ._model import (
     ALLOWED,
     LAST,
-    Rule,
+    LINE_MASK,
+    RuleColumns,
     Verdict,
     Written,
     decision_key,
     decision_keys,
     first_copy,
-    new_verdict,
+    verdict_of,
 )
 from ._pattern import (
     CONTAINS,
@@ -113,6 +114,7 @@ class RuleSet:
         "_candidates",
         "_heads",
         "_keys_by_line",
+        "_order",
         "_pieces",
         "_positions_by_start",
         "_root",
@@ -122,43 +124,44 @@ class RuleSet:
     )
     _at_root: tuple[_Candidate, ...]
     _at_root_literals: tuple[str, ...] | None
-    _candidates: dict[int, _Candidate]  # by position in _rules, once compiled
+    _candidates: dict[int, _Candidate]  # by position in _order, once compiled
     _heads: tuple[str, ...] | None
     _keys_by_line: dict[int, int]  # the tree's rules' decision keys
+    _order: array[int]  # the tree's rules, in decision order, by place in _rules
     _pieces: PieceIndex | None
     _positions_by_start: array[int]
     _root: _Node
-    _rules: list[Rule]  # the tree's rules, in decision order
-    _texts: list[str]  # their patterns' texts
+    _rules: RuleColumns  # the crawler's rules
+    _texts: list[str]  # the tree's patterns' texts, in decision order
     _starts: list[str]
 
-    def __init__(self, rules: Iterable[Rule]) -> None:
-        rules = list(rules)
-        if len(rules) <= LEAF_SIZE:
+    def __init__(self, rules: RuleColumns) -> None:
+        """*rules*: the patterns and :func:`._model.rule_key` of a crawler's rules."""
+        if len(rules[0]) <= LEAF_SIZE:
             self._few(rules)
             return
-        with collector_paused(len(rules)):
+        with collector_paused(len(rules[0])):
             self._index(rules)
 
-    def _few(self, rules: list[Rule]) -> None:
+    def _few(self, rules: RuleColumns) -> None:
         """The rule set of a crawler with a leaf's worth of rules (most real files):
         the tree :meth:`_index` builds for them is one leaf, made here rule by rule
         (its passes over all rules at once cost such a set 2.2 times as much:
         65 against 30 us, medians of the corpus's 155 such files)."""
         written: Written = (set(), set())
         ordered = []
-        for rule in rules:
-            if first_copy(written, rule):
-                pattern = compile_pattern(rule.pattern)
+        for raw, key in zip(*rules, strict=True):
+            if first_copy(written, raw, key):
+                pattern = compile_pattern(raw)
                 if pattern.text.startswith(("/", "*")):  # a path starts with "/"
-                    key = decision_key(pattern.length, rule.allow, rule.line)
-                    ordered.append((key, pattern.text, pattern, rule))
+                    order = decision_key(pattern.length, key)
+                    ordered.append((order, pattern.text, pattern, raw, key))
         ordered.sort(key=itemgetter(0))  # the keys differ: their lines do
         candidates: list[_Candidate] = []
         at_root: list[_Candidate] = []
         starts: list[str] = []  # the literal starts longer than "/"
-        for _, _, pattern, rule in _first_of_each_text(ordered):
-            candidate = _candidate_of(pattern, rule)
+        for _, _, pattern, raw, key in _first_of_each_text(ordered):
+            candidate = _candidate_of(pattern, raw, key)
             candidates.append(candidate)
             if pattern.head in ("", "/"):
                 at_root.append(candidate)
@@ -171,25 +174,29 @@ class RuleSet:
         self._at_root = tuple(at_root)
         self._at_root_literals = _literals(self._at_root)
 
-    def _index(self, rules: list[Rule]) -> None:
+    def _index(self, rules: RuleColumns) -> None:
         # Built for a file's 30,000 rules too (at a crawler's first check): each step
         # is one pass, in C where it can be, that makes as few objects per rule as it
         # can; a rule is compiled only when a check first needs it.
-        allows, raws, lines = zip(*rules, strict=True) if rules else ((), (), ())
+        raws, rule_keys = rules
         repeated = len(set(raws)) < len(raws)
         if repeated:
             written: Written = (set(), set())  # 36,000 copies of a line: one is kept
-            rules = [rule for rule in rules if first_copy(written, rule)]
-            allows, raws, lines = zip(*rules, strict=True)
-        texts = pattern_texts(list(raws))
+            kept = list(map(first_copy, repeat(written), raws, rule_keys))
+            raws, rule_keys = list(compress(raws, kept)), array("Q", compress(rule_keys, kept))
+            del kept
+        self._rules = raws, rule_keys
+        texts = pattern_texts(raws)
         # Two patterns the same once canonical ("/a%7e", "/a~"), or one as an Allow
         # and a Disallow: only the first in decision order can decide.
-        may_repeat = repeated or texts != list(raws)
-        keys = decision_keys(literal_lengths(texts), allows, lines)
+        may_repeat = repeated or texts != raws
+        keys = decision_keys(literal_lengths(texts), rule_keys)
         # Every path starts with "/": a pattern that starts otherwise ("a*") never matches.
         usable = map(str.startswith, texts, repeat(("/", "*")))
-        ordered = sorted(compress(zip(keys, texts, rules, strict=True), usable))  # the keys differ
-        del allows, raws, lines, rules  # what follows peaks: hold no more than needed
+        # Each rule as (decision key, text, place in _rules), in decision order.
+        places = range(len(raws))
+        ordered = sorted(compress(zip(keys, texts, places, strict=True), usable))  # keys differ
+        del raws, rule_keys, rules  # what follows peaks: hold no more than needed
         texts = list(map(itemgetter(1), ordered))
         if may_repeat and len(set(texts)) < len(texts):
             ordered = _first_of_each_text(ordered)
@@ -206,11 +213,13 @@ class RuleSet:
             in_tree = list(map(not_, in_pieces))
             ordered = list(compress(ordered, in_tree))
             texts = list(compress(texts, in_tree))
-            self._keys_by_line = {rule.line: key for key, _, rule in ordered}
+            rule_keys = self._rules[1]
+            self._keys_by_line = {rule_keys[place] & LINE_MASK: key for key, _, place in ordered}
         # The tree's rules in decision order; compiled into candidates when a node
         # that holds them is first reached (a crawl reaches few of a long file's nodes).
-        # Rules and texts in lists of their own: a tuple a rule held 56 bytes more.
-        self._rules = list(map(itemgetter(2), ordered))
+        # Places and texts in an array and a list of their own: a tuple a rule held 56
+        # bytes more.
+        self._order = array("I", map(itemgetter(2), ordered))
         self._texts = texts
         del ordered
         self._candidates = {}
@@ -310,8 +319,11 @@ class RuleSet:
     def _candidate(self, position: int) -> _Candidate:
         candidate = self._candidates.get(position)
         if candidate is None:
-            text, rule = self._texts[position], self._rules[position]
-            candidate = self._candidates[position] = _candidate_of(compile_text(text), rule)
+            place = self._order[position]
+            raws, keys = self._rules
+            pattern = compile_text(self._texts[position])
+            candidate = _candidate_of(pattern, raws[place], keys[place])
+            self._candidates[position] = candidate
         return candidate
 
     def decide(self, path: str) -> Verdict:
@@ -344,16 +356,18 @@ class RuleSet:
             return verdict
         assert grams is not None
         before = self._keys_by_line[verdict.line] if verdict.line else LAST
-        rule = self._pieces.first_match(path, grams.of_length, before)
-        if rule is None:
+        place = self._pieces.first_match(path, grams.of_length, before)
+        if place is None:
             return verdict
-        return new_verdict((rule.allow, str(rule), rule.line))
+        raws, keys = self._rules
+        return verdict_of(raws[place], keys[place])
 
 
-def _candidate_of(pattern: Pattern, rule: Rule) -> _Candidate:
-    """*rule*, its pattern compiled, ready for :func:`first_candidate`."""
+def _candidate_of(pattern: Pattern, raw: str, key: int) -> _Candidate:
+    """The rule of *raw* and its :func:`._model.rule_key`, its *pattern* compiled,
+    ready for :func:`first_candidate`."""
     kind = pattern.kind
-    verdict = new_verdict((rule.allow, str(rule), rule.line))
+    verdict = verdict_of(raw, key)
     return (kind, pattern.literal, pattern if kind == WILDCARD else pattern.start, verdict)
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from array import array
+from itertools import repeat
+from operator import itemgetter
 
 from . import _lexer as lexer
 from ._builder import Builder, parse_lines
 from ._collector import collector_paused
-from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, Verdict
+from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, RuleColumns, Verdict, rule_of
 from ._onepass import first_check
 from ._pattern import canonical
 from ._preferences import NO_PREFERENCES, Preferences, applicable
@@ -148,14 +151,18 @@ class RobotsTxt:
             estimate += sum(map(len, self.sitemaps))
             for group in self.groups:
                 estimate += _GROUP_BYTES + _AGENT_BYTES * len(group.agents)
-                estimate += _RULE_BYTES * (len(group.rules) + len(group.preferences))
-                estimate += sum(len(rule.pattern) for rule in group.rules)
-            compiled = self.rules(user_agent)
-            if compiled:
-                few = len(compiled) <= LEAF_SIZE  # one leaf, no index (see RuleSet)
-                estimate += _FEW_RULE_SET_BYTES if few else _RULE_SET_BYTES
-                estimate += (_FEW_COMPILED_BYTES if few else _COMPILED_BYTES) * len(compiled)
-                estimate += _COMPILED_CHAR_BYTES * sum(len(rule.pattern) for rule in compiled)
+                estimate += _RULE_BYTES * (len(group.patterns) + len(group.preferences))
+                estimate += sum(map(len, group.patterns))
+            compiled, _ = self._rules_for(product_token(user_agent))
+            if 0 < len(compiled) <= LEAF_SIZE:  # one leaf, no index (see RuleSet)
+                estimate += _FEW_RULE_SET_BYTES + _FEW_COMPILED_BYTES * len(compiled)
+                estimate += _COMPILED_CHAR_BYTES * sum(map(len, compiled))
+            elif compiled:
+                estimate += _RULE_SET_BYTES + _COMPILED_BYTES * len(compiled)
+                estimate += _COMPILED_CHAR_BYTES * sum(map(len, compiled))
+                starts = map(itemgetter(0), map(str.partition, compiled, repeat("*")))
+                estimate += _HEAD_CHAR_BYTES * sum(map(len, starts))
+                estimate += _WILDCARD_BYTES * sum(map(str.__contains__, compiled, repeat("*")))
             self._memory_estimates[user_agent] = estimate
         return estimate
 
@@ -181,10 +188,20 @@ class RobotsTxt:
 
     def rules(self, user_agent: str) -> list[Rule]:
         """The rules that apply to *user_agent*, in file order."""
-        return self._rules_for(product_token(user_agent))
+        return list(map(rule_of, *self._rules_for(product_token(user_agent))))
 
-    def _rules_for(self, token: str) -> list[Rule]:
-        return [rule for group in self._groups_for(token) for rule in group.rules]
+    def _rules_for(self, token: str) -> RuleColumns:
+        """The patterns and rule keys of the groups that apply to *token*: the group's
+        own lists when one does (most files), not copies."""
+        groups = self._groups_for(token)
+        if len(groups) == 1:
+            return groups[0].patterns, groups[0].rule_keys
+        patterns: list[str] = []
+        keys = array("Q")
+        for group in groups:
+            patterns += group.patterns
+            keys += group.rule_keys
+        return patterns, keys
 
     # -- checks ----------------------------------------------------------
 
@@ -211,7 +228,8 @@ class RobotsTxt:
             ruleset = self._rulesets.get(token)
             if ruleset is None:
                 rules = self._rules_for(token)
-                if rules and token not in self._checked_once and len(rules) <= _ONE_PASS_AT:
+                patterns = rules[0]
+                if patterns and token not in self._checked_once and len(patterns) <= _ONE_PASS_AT:
                     self._checked_once += (token,)
                     return _unless_robots_txt(first_check(rules, path), path)
                 ruleset = self._rulesets[token] = _compiled(rules)
@@ -267,25 +285,28 @@ class RobotsTxt:
 #: relative squares to what ``tracemalloc`` saw: the object itself, a sitemap (and
 #: a byte a character), a group, one of its user-agents, a rule or preference line
 #: as parsed (and a byte a character), the crawler's rule set, each of its rules
-#: compiled and indexed, and each character of those; a rule set of at most
-#: ``LEAF_SIZE`` rules, and each of its rules.
-_BASE_BYTES = 1_330
-_SITEMAP_BYTES = 65
-_GROUP_BYTES = 200
-_AGENT_BYTES = 180
-_RULE_BYTES = 145
-_RULE_SET_BYTES = 1_500
-_COMPILED_BYTES = 410
-_COMPILED_CHAR_BYTES = 3
-_FEW_RULE_SET_BYTES = 800
-_FEW_COMPILED_BYTES = 290
+#: compiled and indexed, each character of those, each character of their literal
+#: starts (the index's nodes) and each of them with a wildcard; a rule set of at
+#: most ``LEAF_SIZE`` rules, and each of its rules.
+_BASE_BYTES = 1_420
+_SITEMAP_BYTES = 64
+_GROUP_BYTES = 314
+_AGENT_BYTES = 184
+_RULE_BYTES = 69
+_RULE_SET_BYTES = 1_880
+_COMPILED_BYTES = 368
+_COMPILED_CHAR_BYTES = 1
+_HEAD_CHAR_BYTES = 3
+_WILDCARD_BYTES = 101
+_FEW_RULE_SET_BYTES = 697
+_FEW_COMPILED_BYTES = 344
 
 #: A crawler with more rules than this has them compiled at its first check: a
 #: second check would pay for the compiling then, more than any later check may cost.
 _ONE_PASS_AT = 2_000
 
 #: The rule set of a crawler no rule applies to.
-_NO_RULES = RuleSet([])
+_NO_RULES = RuleSet(([], array("Q")))
 
 
 def _unless_robots_txt(verdict: Verdict, path: str) -> Verdict:
@@ -295,8 +316,8 @@ def _unless_robots_txt(verdict: Verdict, path: str) -> Verdict:
     return verdict
 
 
-def _compiled(rules: list[Rule]) -> RuleSet:
-    return RuleSet(rules) if rules else _NO_RULES
+def _compiled(rules: RuleColumns) -> RuleSet:
+    return RuleSet(rules) if rules[0] else _NO_RULES
 
 
 #: How many User-Agent strings (besides tokens) a file remembers the rule set of.

@@ -19,7 +19,6 @@ from scrapy_rfc9309.robots._lexer import (
     decode,
     split_lines,
 )
-from scrapy_rfc9309.robots._model import Rule
 from scrapy_rfc9309.robots._useragent import group_name
 
 
@@ -77,7 +76,7 @@ def from_records(records: Iterable[Record], *, truncated: bool = False) -> Robot
             if builder.current is not None:  # else before any user-agent line: no group
                 builder.in_rules = True
                 if value:  # an empty pattern is no rule
-                    builder.current.rules.append(Rule(directive == lexer.ALLOW, value, line))
+                    builder.current.add_rule(directive == lexer.ALLOW, value, line)
         elif directive == lexer.USER_AGENT:
             if builder.current is None or builder.in_rules:
                 builder.start_group(line)

@@ -3,7 +3,8 @@
 import pytest
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots._model import decision_key, decision_keys
+from scrapy_rfc9309.robots import Rule
+from scrapy_rfc9309.robots._model import decision_key, decision_keys, rule_key, rule_of
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern
 from scrapy_rfc9309.robots._robotstxt import path_of
 
@@ -45,8 +46,13 @@ def test_rfc_2_2_2_decision_keys_all_at_once_order_as_one_by_one():
         for allow in (True, False)
         for line in (1, 2, 2**32 - 1)
     ]
-    keys = list(decision_keys(*zip(*rules, strict=True)))
-    assert keys == [decision_key(*rule) for rule in rules]
+    lengths = [length for length, _, _ in rules]
+    rule_keys = [rule_key(allow, line) for _, allow, line in rules]
+    keys = list(decision_keys(lengths, rule_keys))
+    assert keys == list(map(decision_key, lengths, rule_keys))
+    assert [rule_of("/", key) for key in rule_keys] == [
+        Rule(allow, "/", line) for _, allow, line in rules
+    ]
     ordered = [rule for _, rule in sorted(zip(keys, rules, strict=True))]
     assert ordered == sorted(rules, key=lambda rule: (-rule[0], not rule[1], rule[2]))
 
