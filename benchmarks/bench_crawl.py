@@ -264,6 +264,16 @@ TARGET_CRAWLS = ((4500, 2, 3, 1.10, 1.15), (1500, 4, 5, 1.05, 1.10))
 TARGET_MODES = ("builtin", "rfc9309", "no-cache")
 
 
+def _round_order(modes: tuple[str, ...], round_: int) -> tuple[str, ...]:
+    """*modes* in the order of round *round_*: turned by one each round, so that no
+    mode always runs first or right after the same one on a machine whose speed
+    drifts; as given when a ``cache-restart`` run needs ``cache-first``'s file."""
+    if "cache-restart" in modes:
+        return modes
+    turn = round_ % len(modes)
+    return modes[turn:] + modes[:turn]
+
+
 def broad_addresses(count: int) -> list[str]:
     """127.0.1.2 onwards: *count* loopback addresses."""
     return [f"127.0.{n // 256}.{n % 256}" for n in range(258, 258 + count)]
@@ -345,8 +355,9 @@ def compare_broad(
     targets: tuple[float, float] | None = None,
 ) -> None:
     """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
-    a host; a ``cache-restart`` run reads the cache file the ``cache-first`` run
-    before it wrote.  With *targets* (CPU, RSS), whether ``rfc9309`` met them."""
+    a host, in an order that turns round by round (see :func:`_round_order`); a
+    ``cache-restart`` run reads the cache file the ``cache-first`` run before it
+    wrote.  With *targets* (CPU, RSS), whether ``rfc9309`` met them."""
     base = modes[0]
     print(
         f"broad crawl: {per_host} pages per host, 64 concurrent requests, 2 per host, "
@@ -383,9 +394,9 @@ def compare_broad(
             collecting: dict[str, float] = {}
             robots: dict[str, int] = {}
             rss: dict[str, float] = {}
-            for _ in range(rounds):
+            for round_ in range(rounds):
                 cache = f"/tmp/bench_robots_{time.time_ns()}.sqlite"
-                for mode in modes:
+                for mode in _round_order(modes, round_):
                     port = floored_port if mode == "floored" else plain_port
                     urls = [
                         f"http://{address}:{port}/p/{n}"

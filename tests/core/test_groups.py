@@ -3,6 +3,7 @@
 import pytest
 
 from scrapy_rfc9309 import RobotsTxt, product_token
+from scrapy_rfc9309.robots import Rule
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,13 @@ def test_select_reports_the_applying_groups_with_their_lines():
     assert selection.token == "mybot"
     assert [g.line for g in selection.groups] == [4]
     assert not selection.is_star
+
+
+def test_rfc_2_1_a_group_gives_its_rules_in_file_order_from_its_columns():
+    group = RobotsTxt.parse("User-agent: a\nAllow: /x\nDisallow: /y\n").groups[0]
+    assert group.patterns == ["/x", "/y"]
+    assert group.rules == [Rule(True, "/x", 2), Rule(False, "/y", 3)]
+    group.rules.append(Rule(True, "/z", 9))  # a new list each time it is read
+    assert len(group.rules) == 2
+    group.add_rule(False, "/z", 2**32 - 1)
+    assert group.rules[-1] == Rule(False, "/z", 2**32 - 1)
