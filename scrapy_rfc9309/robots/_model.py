@@ -8,7 +8,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add, lshift, neg
+from operator import lshift, sub
 from typing import NamedTuple
 
 from ._preferences import PreferenceLine
@@ -161,9 +161,9 @@ def decision_key(length: int, key: int) -> int:
 
 
 def decision_keys(lengths: Iterable[int], keys: Iterable[int]) -> Iterator[int]:
-    """:func:`decision_key` of each rule, all at once: in C, no call per rule (25,000
-    rules in 6.7 ms instead of 11.5, a tenth of compiling a hostile file)."""
-    return map(add, map(lshift, map(neg, lengths), repeat(33)), keys)
+    """:func:`decision_key` of each rule, all at once: in C, no call per rule (29,000
+    rules in 2.2 ms; 5.0 as ``-length << 33`` plus the key, 11.5 one by one)."""
+    return map(sub, keys, map(lshift, lengths, repeat(33)))
 
 
 #: The patterns of the rules tried so far: Allow's, then Disallow's.

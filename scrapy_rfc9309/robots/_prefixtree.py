@@ -204,7 +204,7 @@ class RuleSet:
         # With many rules that need literal pieces found anywhere in the path (a "*"
         # with a literal piece after it), those go to a PieceIndex, and the prefix
         # tree keeps the others.
-        ends = map(str.rstrip, map(str.rstrip, texts, repeat("$")), repeat("*"))
+        ends = map(str.rstrip, texts, repeat("$*"))  # "$" ends a text form, if anywhere
         in_pieces = list(map(str.__contains__, ends, repeat("*")))
         self._pieces = None
         self._keys_by_line = {}
