@@ -154,12 +154,11 @@ class RobotsTxt:
                 estimate += _RULE_BYTES * (len(group.patterns) + len(group.preferences))
                 estimate += sum(map(len, group.patterns))
             compiled, _ = self._rules_for(product_token(user_agent))
+            estimate += _COMPILED_CHAR_BYTES * sum(map(len, compiled))
             if 0 < len(compiled) <= LEAF_SIZE:  # one leaf, no index (see RuleSet)
                 estimate += _FEW_RULE_SET_BYTES + _FEW_COMPILED_BYTES * len(compiled)
-                estimate += _COMPILED_CHAR_BYTES * sum(map(len, compiled))
             elif compiled:
                 estimate += _RULE_SET_BYTES + _COMPILED_BYTES * len(compiled)
-                estimate += _COMPILED_CHAR_BYTES * sum(map(len, compiled))
                 starts = map(itemgetter(0), map(str.partition, compiled, repeat("*")))
                 estimate += _HEAD_CHAR_BYTES * sum(map(len, starts))
                 estimate += _WILDCARD_BYTES * sum(map(str.__contains__, compiled, repeat("*")))
