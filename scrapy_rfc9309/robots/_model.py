@@ -71,9 +71,8 @@ def rule_of(pattern: str, key: int) -> Rule:
 
 def verdict_of(pattern: str, key: int) -> Verdict:
     """The verdict of the rule of *pattern* and its :func:`rule_key`, when it decides."""
-    allow = key < DISALLOW_BIT
-    text = f"{'Allow' if allow else 'Disallow'}: {pattern}"
-    return new_verdict((allow, text, key & LINE_MASK))
+    rule = rule_of(pattern, key)
+    return new_verdict((rule.allow, str(rule), rule.line))
 
 
 #: A crawler's rules, column by column: their patterns as written, and their

@@ -62,10 +62,9 @@ def _escapes_of(chars: list[str]) -> dict[str, str]:
         raw = "\n".join(chars).encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate that came in as str
         return {char: _escape(char) for char in chars}
-    # UTF-8 makes a 0A octet of a line break only: one escape a character.
+    # UTF-8 makes a 0A octet of a line break only (and "surrogateescape" only octets
+    # from 80 up): one escape a character.
     escapes = ("%" + raw.hex("%").upper()).split("%0A")
-    if len(escapes) != len(chars):  # a surrogate-escaped 0A octet
-        return {char: _escape(char) for char in chars}
     return dict(zip(chars, escapes, strict=True))
 
 

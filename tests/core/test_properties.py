@@ -7,6 +7,7 @@ from itertools import chain
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -388,4 +389,13 @@ text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) |
 @settings(max_examples=500, deadline=None)
 @given(st.lists(text_patterns, max_size=60))
 def test_rfc_2_2_3_patterns_take_their_text_form_all_at_once_as_one_by_one(raws):
+    assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
+
+
+@pytest.mark.parametrize("odd", ["\ud800", "\udc0a"])
+def test_rfc_2_2_3_a_lone_surrogate_among_characters_to_encode(odd):
+    """A lone surrogate that came in as str (UTF-8 cannot take it, and no octet of
+    the lexer's escapes it), among other characters to encode: each still encoded
+    as one by one."""
+    raws = [f"/a{odd}b", "/\u00e9x", f"/*{odd}\u00e9$"]
     assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
