@@ -4,10 +4,10 @@ A rule such as ``/*12345*ab`` can match anywhere in a path: no prefix tree narro
 it down, and a file of 25,000 of them would cost every check 25,000 tries.  Here
 each rule is filed under one *key*: a literal piece it needs (its head, a segment
 or its tail), cut to :data:`KEY_LENGTH` characters, chosen as the key fewest rules
-of the file share.  A check looks up only the keys present in the path (set
-intersections over the path's substrings, done in C; a tail's key among the path's
-ends), so a rule whose key is absent costs nothing, and a file of distinct rules
-costs what the rules that could match do.
+of the file share.  A check looks up only the keys present in the path (its
+substrings, and for a tail's key its ends), so a rule whose key is absent costs
+nothing but its key's place among the sorted keys, which the check bisects or,
+for a long path, scans in C.
 
 Each candidate is then tried with its segments' first and last positions in the
 path, found once per check and shared by every rule that names the same segment
@@ -19,15 +19,15 @@ holding their pieces (a 2-core machine): for ``/*<n>*ab``, a later check takes
 tries every one of them at its root), and the rule set is built in 88 ms against
 136; for ``/*a<n>*b$``, 0.03 against 47 ms, built in 87 against 206.  What it
 costs: for ``/*<n>``, whose first rules in decision order match such a path, a
-later check takes 3.6 ms (gathering the path's substrings) against the tree's
-0.06.  Files with fewer than :data:`~._prefixtree.PIECE_INDEX_AT` such rules do
-not use it.
+later check takes 3.2 ms (gathering the path's substrings, and scanning 29,000
+keys for them) against the tree's 0.06.  Files with fewer than
+:data:`~._prefixtree.PIECE_INDEX_AT` such rules do not use it.
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -49,6 +49,8 @@ cut_key = itemgetter(slice(None, KEY_LENGTH))
 _COMMON_KEYS = 2
 _COMMON_SHARE = 4
 _DROP_AT = 500
+#: A key looked up by bisection costs about what this many keys scanned do.
+_BISECTIONS = 10
 
 
 #: What trying a rule needs: its head, segments, tail, and the least length a
@@ -86,8 +88,8 @@ def _piece_runs(texts: list[str]) -> Iterator[_Run]:
     """The literal pieces a path that matches each of *texts* has, :data:`_RUN`
     rules at a time: its head (but a head "/*" starts with, which every path has),
     segments and tail, some maybe empty.  A tail keeps its "$" anchor: cut to a key,
-    a tail of fewer than KEY_LENGTH characters is then a key ending with "$" (see
-    :attr:`PieceIndex._tail_keys`).
+    a tail of fewer than KEY_LENGTH characters is then a key ending with "$", looked
+    up among the path's ends.
 
     Made a run at a time, which :func:`_rarest_keys` chooses from.  A run whose
     rules all have as many pieces is split all at once, joined (as a hostile
@@ -150,13 +152,12 @@ class PieceIndex:
     __slots__ = (
         "_common",
         "_decision_keys",
-        "_filed",
-        "_filed_tails",
         "_holders",
         "_key_lengths",
+        "_keys",
         "_needs",
-        "_one_each",
         "_places",
+        "_positions",
         "_shapes",
         "_texts",
     )
@@ -178,22 +179,17 @@ class PieceIndex:
         for size, pieces in runs:
             counts.update(map(cut_key, pieces if size else chain.from_iterable(pieces)))
         counts[""] = counts["$"] = len(rules) + 1
+        # The rules' keys, sorted, and the position of each: a check looks its path's
+        # substrings up by bisection, or, when they outnumber the keys a tenth, scans
+        # the keys for them in C (29,000 keys in 1.3 ms).  Keys filed in a dictionary
+        # were looked up faster but held 1.5 MiB more for 29,000 rules (an entry and
+        # a number each): 12x a hostile file's size, where this holds 9x.
         chosen = _rarest_keys(runs, counts)
         del runs
-        # Under each key, its rule's position, when each has its own (as in a hostile
-        # file: made in C), else the list of its rules' positions.  Positions, not
-        # rules: a check sorts its candidates, and 25,000 numbers sort in 0.8 ms,
-        # 25,000 tuples by their first number in 2.8.
-        filed: dict[str, Any] = dict(zip(chosen, range(len(rules)), strict=True))
-        self._one_each = len(filed) == len(rules)
-        if not self._one_each:
-            filed = {}
-            for key, position in zip(chosen, range(len(rules)), strict=True):
-                shared = filed.get(key)
-                if shared is None:
-                    filed[key] = [position]
-                else:
-                    shared.append(position)
+        by_key = sorted(range(len(chosen)), key=chosen.__getitem__)
+        self._keys = list(map(chosen.__getitem__, by_key))
+        self._positions = array("I", by_key)
+        del chosen, by_key
         # The rules' parts in lists of their own (a tuple a rule held 64 bytes more:
         # 1.5 MiB for 25,000 rules), their decision keys in an array (the numbers
         # held 24 bytes more each).
@@ -209,12 +205,9 @@ class PieceIndex:
         self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
         self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed
         self._needs: dict[str, tuple[bool, int]] = {}  # see _need_of
-        # Keys of a tail shorter than KEY_LENGTH, with its "$", filed apart: looked up
-        # among the path's ends.  The others among its substrings, of these lengths.
-        is_tail = list(map(str.endswith, filed, repeat("$")))
-        self._filed_tails = {key: filed.pop(key) for key in compress(list(filed), is_tail)}
-        self._filed = filed
-        self._key_lengths = sorted(set(map(len, filed)))
+        # The lengths of the keys looked up among the path's substrings; those of a
+        # tail shorter than KEY_LENGTH, with its "$", are looked up among its ends.
+        self._key_lengths = sorted({len(key) for key in self._keys if key[-1:] != "$"})
         self._shapes: dict[int, _Shape] = {}  # by position
 
     def _holders_of(self, key: str) -> frozenset[int]:
@@ -252,6 +245,20 @@ class PieceIndex:
         last = path.rfind(key)
         return last >= 0 and last >= self._need_of(key)[1]
 
+    def _positions_of(self, keys: set[str]) -> list[int]:
+        """The positions of the rules filed under any of *keys*, in decision order."""
+        filed, positions = self._keys, self._positions
+        if len(keys) * _BISECTIONS > len(filed):
+            found = list(compress(positions, map(keys.__contains__, filed)))
+        else:
+            found = []
+            for key in keys:
+                at = bisect_left(filed, key)
+                if at < len(filed) and filed[at] == key:
+                    found += positions[at : bisect_right(filed, key, at)]
+        found.sort()
+        return found
+
     def first_match(self, path: str, grams: Callable[[int], set[str]], before: int) -> int | None:
         """The place of the first rule in decision order, with a key below *before*,
         that matches *path*; ``None`` if none does.  *grams(n)* is the set of the path's
@@ -262,17 +269,12 @@ class PieceIndex:
         missing = [key for key in self._common if not self._may_match(key, path, ends)]
         if any(self._need_of(key)[0] for key in missing):
             return None  # every rule names one of them (25,000 rules "/*<n>*ab")
-        keys, tails = self._filed.keys(), self._filed_tails
-        present = [grams(n) & keys for n in self._key_lengths if n <= len(path)]
-        filed = chain(
-            map(self._filed.__getitem__, chain.from_iterable(present)),
-            map(tails.__getitem__, ends & tails.keys()),
+        found = self._positions_of(
+            ends.union(*[grams(n) for n in self._key_lengths if n <= len(path)])
         )
-        found: list[int] = list(filed if self._one_each else chain.from_iterable(filed))
         if missing and len(found) > _DROP_AT:
             dropped = frozenset().union(*map(self._holders_of, missing))
             found = list(filterfalse(dropped.__contains__, found))
-        found.sort()  # in decision order
         # Each segment's first and last start in the path, found once per check for
         # every rule that names it: a segment found first where it may start, or
         # last before it may, decides without a search of its own.

@@ -80,6 +80,7 @@ def hostile_file(line: str, size: int = 50_000) -> str:
     [
         "Disallow: /*{n}*ab",  # thousands of wildcard rules: the piece index
         "Disallow: /*a{n}*b$",
+        "Disallow: /*{n}",  # one piece each, every rule's key its own
         "Disallow: /{n}",  # thousands of prefixes: the prefix tree
         "Disallow: /ab*{n}*a",
         "Allow: /*%41{n}",  # an escape in each

@@ -100,16 +100,21 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
 # A piece every rule names, found in the path only before, then just where it may be.
 @example([(False, "/*a*b")], "/ba")
 @example([(False, "/*a*b")], "/ab")
+# Two rules filed under one key, the first in decision order not matching.
+@example([(True, "/*ab*ab"), (False, "/*ab")], "/ab")
 def test_the_piece_index_decides_like_the_reference(rules, path):
     """With every file taken as one of thousands of wildcard rules (see
     _prefixtree.PIECE_INDEX_AT), and none as one leaf (LEAF_SIZE), those rules are
     found by their rarest literal piece and tried with the positions of their pieces
-    shared between rules."""
-    with (
-        mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1),
-        mock.patch.object(_prefixtree, "LEAF_SIZE", 0),
-    ):
-        assert_decides_like_the_reference(rules, path)
+    shared between rules.  Their keys are looked up both ways: the path's substrings
+    bisected among the sorted keys, and the keys scanned for them."""
+    for bisections in (0, 10**9):  # never scan, always scan
+        with (
+            mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1),
+            mock.patch.object(_prefixtree, "LEAF_SIZE", 0),
+            mock.patch.object(_pieces, "_BISECTIONS", bisections),
+        ):
+            assert_decides_like_the_reference(rules, path)
 
 
 def test_the_piece_index_chooses_each_rules_rarest_key_run_by_run_as_rule_by_rule():
