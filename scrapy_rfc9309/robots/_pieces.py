@@ -207,7 +207,10 @@ class PieceIndex:
         self._needs: dict[str, tuple[bool, int]] = {}  # see _need_of
         # The lengths of the keys looked up among the path's substrings; those of a
         # tail shorter than KEY_LENGTH, with its "$", are looked up among its ends.
-        self._key_lengths = sorted({len(key) for key in self._keys if key[-1:] != "$"})
+        keys = self._keys
+        if "$" in "".join(keys):  # 0.1 ms where a pass over 25,000 keys takes 2
+            keys = [key for key in keys if key[-1:] != "$"]
+        self._key_lengths = sorted(set(map(len, keys)))
         self._shapes: dict[int, _Shape] = {}  # by position
 
     def _holders_of(self, key: str) -> frozenset[int]:
@@ -229,13 +232,15 @@ class PieceIndex:
         if need is None:
             texts = self._texts
             places = list(map(str.rfind, texts, repeat(key)))
-            holding = list(map(ge, places, repeat(0)))
+            every = -1 not in places
             earliest = 0
             if not has_literal_wildcard(texts):
-                held = list(compress(places, holding))
-                stars = map(str.count, compress(texts, holding), repeat("*"), repeat(0), held)
-                earliest = min(map(sub, held, stars), default=0)
-            need = self._needs[key] = (all(holding), earliest)
+                if not every:  # the rules that name it
+                    holding = list(map(ge, places, repeat(0)))
+                    texts, places = list(compress(texts, holding)), list(compress(places, holding))
+                stars = map(str.count, texts, repeat("*"), repeat(0), places)
+                earliest = min(map(sub, places, stars), default=0)
+            need = self._needs[key] = (every, earliest)
         return need
 
     def _may_match(self, key: str, path: str, ends: set[str]) -> bool:
@@ -243,7 +248,17 @@ class PieceIndex:
         if key[-1] == "$":
             return key in ends
         last = path.rfind(key)
-        return last >= 0 and last >= self._need_of(key)[1]
+        if last < 0:
+            return False
+        if key not in self._needs:
+            # Found where the first rule that names it may need it: no pass over every
+            # rule (11 against 5 ms for 24,000 rules "/ab*<n>*a", whose head is common).
+            texts = self._texts
+            first = next(compress(texts, map(str.__contains__, texts, repeat(key))))
+            at = first.rfind(key)
+            if last >= at - first.count("*", 0, at):
+                return True
+        return last >= self._need_of(key)[1]
 
     def _positions_of(self, keys: set[str]) -> list[int]:
         """The positions of the rules filed under any of *keys*, in decision order."""
