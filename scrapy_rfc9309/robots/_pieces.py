@@ -252,7 +252,8 @@ class PieceIndex:
             return False
         if key not in self._needs:
             # Found where the first rule that names it may need it: no pass over every
-            # rule (11 against 5 ms for 24,000 rules "/ab*<n>*a", whose head is common).
+            # rule (a first check of 24,000 rules "/ab*<n>*a", whose head is common,
+            # spent 6 ms in such passes instead of 11).
             texts = self._texts
             first = next(compress(texts, map(str.__contains__, texts, repeat(key))))
             at = first.rfind(key)
