@@ -255,9 +255,9 @@ class PieceIndex:
             # rule (a first check of 24,000 rules "/ab*<n>*a", whose head is common,
             # spent 6 ms in such passes instead of 11).
             texts = self._texts
-            first = next(compress(texts, map(str.__contains__, texts, repeat(key))))
+            first = next(compress(texts, map(str.__contains__, texts, repeat(key))), "")
             at = first.rfind(key)
-            if last >= at - first.count("*", 0, at):
+            if at >= 0 and last >= at - first.count("*", 0, at):
                 return True
         return last >= self._need_of(key)[1]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any, TypeVar
@@ -204,8 +204,7 @@ class RuleSet:
         # With many rules that need literal pieces found anywhere in the path (a "*"
         # with a literal piece after it), those go to a PieceIndex, and the prefix
         # tree keeps the others.
-        ends = map(str.rstrip, texts, repeat("$*"))  # "$" ends a text form, if anywhere
-        in_pieces = list(map(str.__contains__, ends, repeat("*")))
+        in_pieces = list(need_pieces(texts))
         self._pieces = None
         self._keys_by_line = {}
         if sum(in_pieces) > PIECE_INDEX_AT:
@@ -369,6 +368,15 @@ def _candidate_of(pattern: Pattern, raw: str, key: int) -> _Candidate:
     kind = pattern.kind
     verdict = verdict_of(raw, key)
     return (kind, pattern.literal, pattern if kind == WILDCARD else pattern.start, verdict)
+
+
+def need_pieces(texts: Iterable[str]) -> Iterator[bool]:
+    """For each of *texts* (text forms, or raw patterns for an estimate), whether its
+    rule needs a literal piece found anywhere in the path (a "*" with a literal piece
+    after it): with more than :data:`PIECE_INDEX_AT` of them, those rules go to a
+    :class:`PieceIndex`."""
+    ends = map(str.rstrip, texts, repeat("$*"))  # "$" ends a text form, if anywhere
+    return map(str.__contains__, ends, repeat("*"))
 
 
 _Entry = TypeVar("_Entry", bound=tuple[Any, ...])

@@ -14,7 +14,7 @@ from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, RuleColumns, Ver
 from ._onepass import first_check
 from ._pattern import canonical
 from ._preferences import NO_PREFERENCES, Preferences, applicable
-from ._prefixtree import LEAF_SIZE, PIECE_INDEX_AT, RuleSet
+from ._prefixtree import LEAF_SIZE, PIECE_INDEX_AT, RuleSet, need_pieces
 from ._useragent import product_token
 
 _AUTHORITY = re.compile(r"[^/?#]*")
@@ -162,9 +162,7 @@ class RobotsTxt:
                 starts = map(itemgetter(0), map(str.partition, compiled, repeat("*")))
                 estimate += _HEAD_CHAR_BYTES * sum(map(len, starts))
                 wildcards = sum(map(str.__contains__, compiled, repeat("*")))
-                # Rules with a literal piece after a "*", when many: in the piece index.
-                ends = map(str.rstrip, compiled, repeat("$*"))
-                in_pieces = sum(map(str.__contains__, ends, repeat("*")))
+                in_pieces = sum(need_pieces(compiled))
                 if in_pieces > PIECE_INDEX_AT:
                     wildcards -= in_pieces
                     estimate += _PIECE_INDEXED_BYTES * in_pieces
