@@ -311,7 +311,8 @@ class RobotsTxt:
 #: compiled and indexed, each character of those, each character of their literal
 #: starts (the index's nodes) and each of them with a wildcard, or in the piece
 #: index instead (chosen by hand: the hostile files within 0.93-1.13); a rule set
-#: of at most ``LEAF_SIZE`` rules, and each of its rules.
+#: of at most ``LEAF_SIZE`` rules, and each of its rules.  The object's part was
+#: fitted at 1,420 and lowered by what its slots save.
 _BASE_BYTES = 1_250
 _SITEMAP_BYTES = 64
 _GROUP_BYTES = 314
