@@ -438,7 +438,7 @@ def compare_broad(
                 for suffix in ("", "-wal", "-shm"):
                     Path(cache + suffix).unlink(missing_ok=True)
             paired: dict[str, list[float]] = {
-                mode: sorted(map(float.__truediv__, rounds_cpu[mode], rounds_cpu[base]))
+                mode: list(map(float.__truediv__, rounds_cpu[mode], rounds_cpu[base]))
                 for mode in modes
             }
             for mode in modes:
