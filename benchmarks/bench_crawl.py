@@ -439,7 +439,7 @@ def compare_broad(
                     Path(cache + suffix).unlink(missing_ok=True)
             paired: dict[str, list[float]] = {
                 mode: list(map(float.__truediv__, rounds_cpu[mode], rounds_cpu[base]))
-                for mode in modes
+                for mode in modes[1:]
             }
             for mode in modes:
                 print(
