@@ -113,8 +113,10 @@ _TEXT_ESCAPES = {
     for digits, escape in _ESCAPES.items()
 }
 #: What keeps patterns (one a line, each line ending with "\n") from being their own
-#: text form: a character to encode or decode, or a "$" that is not the last.
-_TEXT_NEEDS_WORK = re.compile(rf"[^{_URI_CHARS}\n]|\$(?!\n)")
+#: text form: a character to encode or decode, or a "$" that is not the last.  Two
+#: expressions, not one with an alternative: 5.5 instead of 16.4 us over a real
+#: file's 57 patterns (1.5 KB).
+_TEXT_NEEDS_WORK = re.compile(rf"[^{_URI_CHARS}\n]")
 _LITERAL_DOLLAR = re.compile(r"\$(?!\n)")
 #: A character to percent-encode in a text of patterns (captured: split() keeps it).
 _TEXT_TO_ENCODE = re.compile(rf"([^{_URI_CHARS}%\n])")
@@ -133,7 +135,9 @@ def pattern_texts(raws: list[str]) -> list[str]:
     if joined.count("\n") != len(raws):  # a line break in a pattern: it is encoded
         raws = [raw.replace("\n", "%0A") for raw in raws]
         joined = "\n".join(raws) + "\n"
-    if _TEXT_NEEDS_WORK.search(joined) is None:
+    if _TEXT_NEEDS_WORK.search(joined) is None and (
+        "$" not in joined or _LITERAL_DOLLAR.search(joined) is None
+    ):
         return list(raws)
     # The escapes written first: those made below are in text form already.
     if "%" in joined:

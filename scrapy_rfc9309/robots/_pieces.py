@@ -29,7 +29,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import chain, compress, count, filterfalse, repeat
 from operator import ge, gt, itemgetter, sub
@@ -140,9 +140,9 @@ def _rarest_keys(runs: Iterable[_Run], counts: Counter[str]) -> list[str]:
 class PieceIndex:
     """Rules that need literal pieces found in the path, filed by their rarest piece.
 
-    *rules* are ``(key, text, place)``, in decision order: the rule's decision key
-    (smaller decides first), its pattern's text form (see
-    :func:`._pattern.pattern_texts`), and what :meth:`first_match` returns for it
+    The rules come column by column, in decision order: their decision keys
+    (smaller decides first), their patterns' text forms (see
+    :func:`._pattern.pattern_texts`), and what :meth:`first_match` returns for each
     (a number below 2**32: where the caller holds the rule).
     A rule is shaped for matching (split into its pieces) the first time it is a
     candidate: most rules of a hostile file never are, and the index is built at a
@@ -162,7 +162,9 @@ class PieceIndex:
         "_texts",
     )
 
-    def __init__(self, rules: Sequence[tuple[int, str, int]]) -> None:
+    def __init__(
+        self, decision_keys: Iterable[int], texts: list[str], places: Iterable[int]
+    ) -> None:
         # A rule's keys are its pieces, cut, made once and held while the keys are
         # counted and chosen (made twice instead, a run at a time, a hostile file's
         # index took 7 ms more to build, for 3% less peak on the 500 KiB real-shaped
@@ -173,12 +175,11 @@ class PieceIndex:
         # On a tie the last key is chosen: a tail's, looked up among the path's ends
         # only (25,000 rules "/*<i>*<j>$" with 158 of each, the path holding every
         # <i>: 158 candidates instead of all).
-        texts = list(map(itemgetter(1), rules))
         runs = list(_piece_runs(texts))
         counts: Counter[str] = Counter()
         for size, pieces in runs:
             counts.update(map(cut_key, pieces if size else chain.from_iterable(pieces)))
-        counts[""] = counts["$"] = len(rules) + 1
+        counts[""] = counts["$"] = len(texts) + 1
         # The rules' keys, sorted, and the position of each: a check looks its path's
         # substrings up by bisection, or, when they outnumber the keys a tenth, scans
         # the keys for them in C (29,000 keys in 1.3 ms).  Keys filed in a dictionary
@@ -193,14 +194,14 @@ class PieceIndex:
         # The rules' parts in lists of their own (a tuple a rule held 64 bytes more:
         # 1.5 MiB for 25,000 rules), their decision keys in an array (the numbers
         # held 24 bytes more each).
-        self._decision_keys = array("q", map(itemgetter(0), rules))
+        self._decision_keys = array("q", decision_keys)
         self._texts = texts
-        self._places: array[int] = array("I", map(itemgetter(2), rules))
+        self._places: array[int] = array("I", places)
         # The few keys most of the rules name ("zz" of "/*<i>*<j>*zz"): where one is
         # absent from a path, or found only too early, its rules are all dropped at once.
         # Not "" or "$", nor a literal "*" (that a text holds "a*b" does not mean its
         # rule needs it).
-        many = compress(counts, map(gt, counts.values(), repeat(len(rules) // _COMMON_SHARE)))
+        many = compress(counts, map(gt, counts.values(), repeat(len(texts) // _COMMON_SHARE)))
         common = [key for key in many if key.strip("$") and "*" not in key]
         self._common = sorted(common, key=counts.__getitem__)[-_COMMON_KEYS:]
         self._holders: dict[str, frozenset[int]] = {}  # their rules, made when needed

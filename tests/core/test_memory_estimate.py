@@ -50,7 +50,7 @@ def test_the_corpus_is_all_there():
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_the_estimate_is_within_a_quarter_of_what_real_files_hold(chunk):
-    """The median file within 10%, all but a few within 25% (2 of 295: 1.34, and
+    """The median file within 10%, all but a few within 25% (2 of 295: 1.35, and
     www.sophos.com's 1,224 rules that share long prefixes,
     "/<language>/medialibrary/...", at 0.51), none below half."""
     paths = FILES[chunk::CHUNKS]
@@ -107,4 +107,4 @@ def test_the_estimate_counts_the_checking_crawlers_rules_compiled():
         for n in range(20)
     )
     robots = RobotsTxt.parse(body)
-    assert robots.memory_estimate("bot1") > robots.memory_estimate(CRAWLER) + 50 * 400
+    assert robots.memory_estimate("bot1") > robots.memory_estimate(CRAWLER) + 50 * 300
