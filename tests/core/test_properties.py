@@ -393,6 +393,9 @@ text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) |
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(text_patterns, max_size=60))
+# A literal "$" and nothing else to change: the one thing to write in text form.
+@example(["/a$b", "/c"])
+@example(["/a$$"])
 def test_rfc_2_2_3_patterns_take_their_text_form_all_at_once_as_one_by_one(raws):
     assert pattern_texts(raws) == [reference_text(raw) for raw in raws]
 
