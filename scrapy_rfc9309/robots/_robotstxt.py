@@ -20,8 +20,9 @@ from ._useragent import product_token
 
 _AUTHORITY = re.compile(r"[^/?#]*")
 #: An absolute URL (or a path) whose path + query is already canonical, with no
-#: fragment: the common case, split off in one step.
-_CANONICAL_URL = re.compile(r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)")
+#: fragment: the common case, split off in one step.  Its path is ``None`` for a URL
+#: with none (``https://example.com``, most crawls' first URL of a site): ``/``.
+_CANONICAL_URL = re.compile(r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)?")
 
 
 def path_of(url: str) -> str:
@@ -30,12 +31,12 @@ def path_of(url: str) -> str:
     The fragment is dropped; an empty path is ``/``.
     """
     simple = _CANONICAL_URL.fullmatch(url)
-    return simple.group(1) if simple is not None else _uncommon_path_of(url)
+    return (simple.group(1) or "/") if simple is not None else _uncommon_path_of(url)
 
 
 def _uncommon_path_of(url: str) -> str:
-    """:func:`path_of` for a URL whose path is not canonical already, or that has a
-    fragment or no path."""
+    """:func:`path_of` for a URL whose path is not canonical already, that has a
+    fragment, or a query but no path."""
     rest = url
     if not url.startswith("/") or url.startswith("//"):
         scheme_end = url.find("://")
@@ -242,7 +243,7 @@ class RobotsTxt:
         # path_of(url) without a call: 35 ns of a 1.3 us check (best of 10 interleaved
         # runs on a corpus file).
         simple = _CANONICAL_URL.fullmatch(url)
-        path = simple.group(1) if simple is not None else _uncommon_path_of(url)
+        path = (simple.group(1) or "/") if simple is not None else _uncommon_path_of(url)
         if ruleset is None:
             # Compiled once per product token: rotating User-Agent strings with one
             # token share it, and the by-string shortcut stays small.  Interned: a

@@ -1,12 +1,14 @@
 """RFC 9309 §2.2.2 and §2.2.3: rule matching, longest match, special characters, encoding."""
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import Rule
 from scrapy_rfc9309.robots._model import decision_key, decision_keys, rule_key, rule_of
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern
-from scrapy_rfc9309.robots._robotstxt import path_of
+from scrapy_rfc9309.robots._robotstxt import _uncommon_path_of, path_of
 
 BOT = "MyBot"
 
@@ -101,6 +103,13 @@ def test_rfc_2_2_2_query_is_part_of_the_matched_path():
     assert r.allowed("https://e.com/search", BOT)
 
 
+def test_rfc_2_2_2_a_url_without_a_path_is_checked_as_the_path_slash():
+    r = robots("Disallow: /$")
+    assert not r.allowed("https://e.com", BOT)  # the first check, one rule at a time
+    assert not r.allowed("https://e.com", BOT)  # the rules compiled
+    assert r.allowed("https://e.com/a", BOT)
+
+
 def test_fragment_is_not_part_of_the_matched_path():
     r = robots("Disallow: /a$")
     assert not r.allowed("https://e.com/a#frag", BOT)
@@ -110,6 +119,7 @@ def test_fragment_is_not_part_of_the_matched_path():
     ("url", "path"),
     [
         ("https://e.com", "/"),
+        ("", "/"),
         ("https://e.com/", "/"),
         ("https://e.com?q=1", "/?q=1"),
         ("https://e.com:8080/a/b?c#d", "/a/b?c"),
@@ -120,6 +130,18 @@ def test_fragment_is_not_part_of_the_matched_path():
 )
 def test_path_of_urls_and_paths(url, path):
     assert path_of(url) == path
+
+
+url_parts = st.text(alphabet="hs:/?#@.e%7Aa \u00e9", max_size=12)
+
+
+@given(st.one_of(url_parts, url_parts.map("https://".__add__)))
+@example("https://e.com")
+@example("https://e.com?q")
+@example("https://e.com//a")
+def test_path_of_takes_the_canonical_path_in_one_step_as_the_long_way_does(url):
+    # The one regular expression path_of tries first, for URLs already canonical.
+    assert path_of(url) == _uncommon_path_of(url)
 
 
 # -- §2.2.3 special characters ----------------------------------------------
