@@ -129,7 +129,7 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
         add_pattern, add_key = group.patterns.append, group.rule_keys.append
     in_rules = builder.in_rules
     for number, line in enumerate(lines, first):
-        if "#" in line:  # 1.5% of real lines: a test, not a call (parse 15% faster)
+        if "#" in line:  # 1.5% of real lines: a test, not a call (15% less time over the corpus)
             line = line[: line.find("#")]
         if not line:
             continue  # blank, or a comment alone

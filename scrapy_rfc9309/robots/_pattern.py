@@ -31,7 +31,10 @@ from typing import NamedTuple
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _DECODED_SPECIALS = {"2A": "*", "24": "$"}
-_URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;="
+#: The characters a canonical path + query holds as written (a character class's
+#: inside), and with "#" those of a URI.
+PATH_CHARS = r"A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;="
+_URI_CHARS = PATH_CHARS + "#"
 
 #: Characters that canonical form keeps as they are and that are no wildcard or anchor.
 LITERAL_CHARS = frozenset(
@@ -93,6 +96,20 @@ def canonical(text: str) -> str:
     if _NEEDS_WORK.search(text) is None:
         return text
     return _canonical_escapes(_TO_ENCODE.sub(lambda run: _escape(run.group(0)), text), _ESCAPES)
+
+
+def _kept_escape() -> str:
+    """A regular expression of the "%XX" escapes canonical form keeps as written."""
+    lows: dict[str, str] = {}
+    for digits, escape in _ESCAPES.items():
+        if escape == "%" + digits:
+            lows[digits[0]] = lows.get(digits[0], "") + digits[1]
+    return "%(?:" + "|".join(f"{high}[{low}]" for high, low in lows.items()) + ")"
+
+
+#: A "%XX" escape canonical form keeps as written (upper-case hex digits, of no
+#: unreserved character, "*" or "$"), as a regular expression.
+KEPT_ESCAPE = _kept_escape()
 
 
 def _canonical_escapes(text: str, escapes: dict[str, str]) -> str:

@@ -13,7 +13,7 @@ from ._builder import Builder, parse_lines
 from ._collector import collector_paused
 from ._model import ALLOWED, STAR, Group, GroupSelection, Rule, RuleColumns, Verdict, rule_of
 from ._onepass import first_check
-from ._pattern import canonical
+from ._pattern import KEPT_ESCAPE, PATH_CHARS, canonical
 from ._preferences import NO_PREFERENCES, Preferences, applicable
 from ._prefixtree import LEAF_SIZE, PIECE_INDEX_AT, RuleSet, need_pieces
 from ._useragent import product_token
@@ -22,7 +22,12 @@ _AUTHORITY = re.compile(r"[^/?#]*")
 #: An absolute URL (or a path) whose path + query is already canonical, with no
 #: fragment: the common case, split off in one step.  Its path is ``None`` for a URL
 #: with none (``https://example.com``, most crawls' first URL of a site): ``/``.
-_CANONICAL_URL = re.compile(r"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=]*)?")
+#: Escapes and the runs of characters between them, unrolled: linear on any URL, and
+#: no slower on a URL without an escape than the characters' class alone.  The
+#: corpus's URLs with escapes take 0.77 us instead of 3.4 the long way.
+_CANONICAL_URL = re.compile(
+    rf"(?:[^:/?#]+://[^/?#]*)?(/(?!/)[{PATH_CHARS}]*(?:{KEPT_ESCAPE}[{PATH_CHARS}]*)*)?"
+)
 
 
 def path_of(url: str) -> str:
@@ -35,8 +40,8 @@ def path_of(url: str) -> str:
 
 
 def _uncommon_path_of(url: str) -> str:
-    """:func:`path_of` for a URL whose path is not canonical already, that has a
-    fragment, or a query but no path."""
+    """:func:`path_of` for a URL whose path is not canonical already (a character to
+    encode, an escape to change), that has a fragment, or a query but no path."""
     rest = url
     if not url.startswith("/") or url.startswith("//"):
         scheme_end = url.find("://")

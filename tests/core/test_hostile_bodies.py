@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from scrapy_rfc9309 import RobotsTxt
+from scrapy_rfc9309.robots import path_of
 from scrapy_rfc9309.robots._lexer import DEFAULT_MAX_BYTES
 from tests.core.fuzzing import BODIES, URLS, USER_AGENTS, parse_and_check
 
@@ -163,6 +164,25 @@ def test_500_kib_of_distinct_wildcard_rules_against_a_long_url_is_bounded(length
         assert verdict == (True, None, None)
         assert elapsed < limit
     assert robots.check(url + "a7b", "bot") == (False, "Disallow: /*a7*b$", 9)
+
+
+@pytest.mark.parametrize(
+    ("url", "end"),
+    [
+        ("/" + "a%20" * 20_000 + "|", "a%20%7C"),
+        ("/" + "%20a" * 20_000 + "%2", "%20a%252"),
+        ("/" + "a" * 60_000 + "%", "aa%25"),
+    ],
+)
+def test_rfc_2_2_2_a_long_url_whose_last_character_is_not_canonical_is_read_in_linear_time(
+    url, end
+):
+    """The one regular expression a URL's path is tried with first reads a run of
+    characters, then an escape, and so on, with no run read two ways: a URL that
+    fails it at its last character costs no more than reading it (milliseconds)."""
+    path, elapsed = timed(path_of, url)
+    assert path.endswith(end)
+    assert elapsed < 1.0
 
 
 def hostile_body(line: str) -> bytes:
