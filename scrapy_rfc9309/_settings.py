@@ -297,6 +297,9 @@ class CrawlDelaySettings:
     fleet_url: str | None
     #: The longest a fleet holds a host for one request (``DOWNLOAD_TIMEOUT`` + margin).
     lease: float
+    #: A robots.txt decision pending longer than this (seconds) is a stall, logged:
+    #: each hop of the fetch may take its timeout and wait a floor.
+    stall_after: float
     backoff: BackoffSettings | None
     default_delay: float
     slot_delays: dict[str, float]
@@ -317,8 +320,12 @@ class CrawlDelaySettings:
                 f"Crawl-delay, set CRAWLDELAY_ENABLED = False"
             ) from None
         default_delay, slot_delays = configured_delays(settings)
+        robots = with_defaults(settings, ROBOTS_DEFAULTS)
+        hop = max(settings.getfloat("DOWNLOAD_TIMEOUT"), robots.getfloat("RFC9309_TIMEOUT"))
+        hops = robots.getint("RFC9309_MAX_REDIRECTS") + 1
         return cls(
             max_delay=max_delay,
+            stall_after=(hop + max(max_delay, default_delay)) * hops,
             unit=choice(settings, "CRAWLDELAY_UNIT", CRAWLDELAY_UNITS),
             fleet_url=fleet_url(settings),
             lease=settings.getfloat("DOWNLOAD_TIMEOUT") + LEASE_MARGIN,

@@ -102,6 +102,11 @@ class CrawlDelayThrottle:
         self._learnt: set[str] = set()  # hosts whose configured and policy delays are known
         self.gate_enabled = False  # set by the gate: the start-up check wants it
         self._holds_poll: AsyncioLoopingCall | LoopingCall | None = None
+        self._stall_after = config.stall_after
+        backoff = config.backoff
+        self._max_hold = max(backoff.max_retry_after, backoff.maximum) if backoff else 0.0
+        self._stalled: set[str] = set()  # authorities whose stall was logged
+        self._watch: AsyncioLoopingCall | LoopingCall | None = None
         logger.info(
             "Crawl-delay throttle: requests to a %s at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
@@ -229,11 +234,46 @@ class CrawlDelayThrottle:
             engine = self.crawler.engine
             deferred_from_coro(engine.close_spider_async(reason="crawldelay_gate_missing"))
             return
+        self._watch = create_looping_call(self._look_for_stalls)
+        self._watch.start(self.WATCH_INTERVAL, now=False)
         if self._fleet is not None and self._backoff is not None:
             self._holds_poll = create_looping_call(self._poll_fleet_holds)
             self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
-            self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
+        self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
     def _engine_stopped(self) -> None:
-        if self._holds_poll is not None and self._holds_poll.running:
-            self._holds_poll.stop()
+        for call in (self._holds_poll, self._watch):
+            if call is not None and call.running:
+                call.stop()
+
+    # -- stalls -----------------------------------------------------------
+
+    #: How often the units' waits are looked at (seconds).
+    WATCH_INTERVAL = 1.0
+
+    def _look_for_stalls(self) -> None:
+        """Log once, at WARNING, a wait much longer than anything should make it:
+        a robots.txt decision pending longer than its fetch may take (every hop its
+        timeout and a floor), or a request waiting for its unit longer than that and
+        the longest hold.  No such wait is known to last; this names one if one does."""
+        polite = self.politeness
+        now = polite.now()
+        for authority, since in polite.reading_since().items():
+            self._stall(authority, now - since, "its robots.txt to be read", self._stall_after)
+        longest = self._stall_after + self._max_hold
+        for key, since in list(polite.waiting_since.items()):
+            self._stall(key, now - since, f"its turn ({polite.state(key)})", longest)
+
+    def _stall(self, name: str, waited: float, waits_for: str, bound: float) -> None:
+        if waited <= bound or name in self._stalled:
+            return
+        self._stalled.add(name)
+        self.stats.inc_value("crawldelay/stalled")
+        logger.warning(
+            "%s: a request has waited %.0f s for %s, longer than anything should "
+            "make it wait (%.0f s)",
+            name,
+            waited,
+            waits_for,
+            bound,
+        )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -43,6 +44,7 @@ from ..._shared import META_ROBOTS, offers
 from ._politeness import politeness
 
 if TYPE_CHECKING:
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
@@ -54,6 +56,15 @@ META_EARLY = "crawldelay_early"
 NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "s3"})
 #: Request.meta key: the gate handed the request back to the scheduler once already.
 META_REQUEUED = "crawldelay_requeued"
+#: A request waiting here looks this often (seconds) whether the engine still takes
+#: requests: when it does not (the crawl is stopping), a request that would wait
+#: longer is handed back to the scheduler, so a stop is prompt whatever the floors
+#: and holds.
+LOOK_EVERY = 1.0
+
+
+class _HandBack(Exception):
+    """The engine takes no more requests: the waiting one goes back to the scheduler."""
 
 
 class CrawlDelayGate:
@@ -66,6 +77,7 @@ class CrawlDelayGate:
         self.politeness.tracking = True
         offers(crawler).on_robots_decided.append(self.politeness.decided)
         self.stats = crawler.stats
+        self.crawler = crawler
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
@@ -76,6 +88,12 @@ class CrawlDelayGate:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
+    @property
+    def _engine(self) -> ExecutionEngine:
+        engine = self.crawler.engine
+        assert engine is not None  # a request is being downloaded
+        return engine
+
     async def process_request(self, request: Request, spider: Any = None) -> Request | None:
         if urlparse_cached(request).scheme not in NETWORK_SCHEMES:  # data:, file:
             return None
@@ -83,14 +101,22 @@ class CrawlDelayGate:
         key = polite.unit(request)
         self.throttle.learn(key, request)
         meta = request.meta
-        robots = bool(meta.get(META_ROBOTS))
+        robots = meta.get(META_ROBOTS)
         wait = polite.ready_at(key, robots) - polite.now()
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED)
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
         meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to
-        if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
-            fleet = await self._take_turn(key, request)
+        if robots:
+            # Never in line behind the unit's pages, which may wait for this very
+            # fetch's file (a robots.txt redirected on its own host): before them.
+            with polite.robots_first(key):
+                fleet = await self._until_ready(key, request)
+        elif wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
+            try:
+                fleet = await self._take_turn(key, request)
+            except _HandBack:
+                return self._requeue(request)
         else:
             fleet = False
         polite.started(key)
@@ -107,7 +133,10 @@ class CrawlDelayGate:
         if len(line) == 1:
             turn.set_result(None)
         try:
-            await turn
+            while not turn.done():
+                with suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(turn), LOOK_EVERY)
+                self._hand_back_if_stopping(key)
             return await self._until_ready(key, request)
         finally:
             head = line[0] is turn
@@ -119,11 +148,25 @@ class CrawlDelayGate:
 
     async def _until_ready(self, key: str, request: Request) -> bool:
         polite = self.politeness
-        robots = bool(request.meta.get(META_ROBOTS))
+        robots = request.meta.get(META_ROBOTS)
+        waits = polite.waiting_since
+        first = key not in waits
+        if first:
+            waits[key] = polite.now()
+        try:
+            return await self._until_unit_ready(key, request, robots)
+        finally:
+            if first:
+                del waits[key]
+
+    async def _until_unit_ready(self, key: str, request: Request, robots: str | None) -> bool:
+        polite = self.politeness
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
-                await polite.wait(key, wait)
+                await polite.wait(key, min(wait, LOOK_EVERY))
+                if not robots:
+                    self._hand_back_if_stopping(key)
                 wait = polite.ready_at(key, robots) - polite.now()
             if not self.throttle.needs_fleet(key, request):
                 return False
@@ -134,6 +177,19 @@ class CrawlDelayGate:
                 return True
             else:  # something changed here while Redis answered
                 self.throttle.fleet_release(key)
+
+    def _hand_back_if_stopping(self, key: str) -> None:
+        """Raise :class:`_HandBack` if Scrapy's engine takes no more requests (the
+        crawl is stopping: SIGTERM, ``CLOSESPIDER_*``; or every place is taken) and
+        unit *key* is not about to be ready: the scheduler keeps the request (with
+        ``JOBDIR``, or a scrapy-redis queue, for the resumed crawl) instead of the
+        engine waiting for it."""
+        if not self._engine.needs_backout():
+            return
+        polite = self.politeness
+        if polite.ready_at(key) - polite.now() > LOOK_EVERY:
+            self.stats.inc_value("crawldelay/handed_back")
+            raise _HandBack
 
     def _requeue(self, request: Request) -> Request:
         """A copy of *request* for the scheduler, which hands it out when its unit is

@@ -9,16 +9,46 @@ A unit with a floor (a Crawl-delay, a configured delay, a backoff) has one reque
 a time in progress, and is ready ``floor`` after the last one ended (end to start, as
 the site sees it).  A unit without one is ready whenever it is not held.  Times are
 ``time.monotonic()`` seconds.
+
+The states a unit passes through, and what ends each (:meth:`Politeness.ready_at`
+reads them in this order; every wait ends on a time or on an event that does not
+need the waiting request):
+
+=====================  ==============================  ==========================
+state                  what may start                  what ends it
+=====================  ==============================  ==========================
+robots.txt not         its first request, which        that request starts the
+fetched                fetches it (the robots          fetch (the middleware
+                       middleware holds the others)    holds one per authority)
+robots.txt being       nothing else of the unit,       the response ends, within
+fetched (in progress)  a robots.txt request first      its timeout
+robots.txt being read  robots.txt requests: the        the middleware decides,
+                       fetch's own hops, and other     when the chain ends (each
+                       fetches whose reading began     hop bounded by its timeout
+                       later                           and a floor)
+held                   nothing                         the hold's end
+in progress (floored)  nothing                         the response ends
+spaced                 nothing                         the floor after the last
+                                                       end
+ready                  anything                        --
+=====================  ==============================  ==========================
+
+A robots.txt request waits only for time, for downloads to end, and for files whose
+reading began before its own fetch's: never for its own file, which may need it (a
+robots.txt redirected on its own host, as ``http://`` to ``https://`` is).  So every
+decision comes, and every wait for one ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scrapy.utils.httpobj import urlparse_cached
@@ -38,6 +68,15 @@ MAX_DONE_KEYS = 100_000
 #: The last ends are swept every this many ends: those whose largest possible floor
 #: has passed are forgotten (a broad crawl keeps one per recently used unit).
 SWEEP_EVERY = 1000
+
+
+@dataclass
+class _Reading:
+    """A robots.txt being read: its order among readings, since when, its units."""
+
+    order: int
+    since: float
+    units: list[str] = field(default_factory=list)
 
 
 def _no_floor(key: str) -> float:
@@ -71,13 +110,17 @@ class Politeness:
         #: hand), they count none: one that never ended would hold its unit for good.
         self.tracking = False
         self._in_progress: dict[str, int] = {}  # unit key -> requests started, not ended
-        # robots.txt fetches whose requests ended but whose file is not read yet: by
-        # authority, their requests' units; and how many such a unit waits for.
-        self._deciding: dict[str, list[str]] = {}
-        self._undecided: dict[str, int] = {}
+        # robots.txt being read (a fetch's response ended, no decision yet): by
+        # authority, and by unit the authorities with their order.
+        self._reading: dict[str, _Reading] = {}
+        self._reading_in: dict[str, dict[str, int]] = {}
+        self._order = itertools.count()
+        self._robots_waiting: dict[str, int] = {}  # robots.txt requests waiting to start
         self._last_end: dict[str, float] = {}
         self._ends = 0
         self._waiters: dict[str, asyncio.Future[None]] = {}
+        #: Since when a request of each unit has waited in the gate for its turn.
+        self.waiting_since: dict[str, float] = {}
         # Requests a queue handed out, until they are done: unit key by request.
         self._released: dict[Request, str] = {}
         self.out: dict[str, int] = {}  # unit key -> released requests not yet done
@@ -94,19 +137,60 @@ class Politeness:
 
     # -- readiness ---------------------------------------------------------
 
-    def ready_at(self, key: str, one_at_a_time: bool = False) -> float:
-        """The earliest time unit *key* may start a request (``inf`` while a floored
-        unit has one in progress).  *one_at_a_time*: for a request that waits for the
-        unit's other requests even while it has no floor (a robots.txt fetch: the
-        file may give the unit one)."""
+    def ready_at(self, key: str, robots: str | None = None) -> float:
+        """The earliest time unit *key* may start a request: ``inf`` until an event
+        (a response ends, a robots.txt being read is decided); see the module's
+        table.  *robots*: the authority whose robots.txt the request fetches (a hop
+        of its redirects included)."""
+        if robots is None:
+            if self._reading_in.get(key) or self._robots_waiting.get(key):
+                return INFINITY
+        elif self._reads_before(key, robots):
+            return INFINITY
         held = self.held_until(key)
         floor = self.floor(key)
-        if not floor and not one_at_a_time:
-            return held if not self._undecided.get(key) else INFINITY
-        if self._in_progress.get(key) or self._undecided.get(key):
+        if not floor and robots is None:
+            return held
+        if self._in_progress.get(key):
             return INFINITY
         last = self._last_end.get(key)
         return max(held, last + floor if last is not None else 0.0)
+
+    def _reads_before(self, key: str, authority: str) -> bool:
+        """Whether unit *key* has a robots.txt being read that a request of
+        *authority*'s fetch waits for: one whose reading began before this fetch's
+        did (any, if this fetch's has not).  The order makes every such wait end:
+        a fetch never waits for one that waits for it, even when their redirects
+        cross (a robots.txt redirected on its own host waits for nothing of its own,
+        and ``a.com`` -> ``b.com`` while ``b.com`` -> ``a.com`` cannot wait in a
+        circle)."""
+        reading = self._reading_in.get(key)
+        if not reading:
+            return False
+        mine = self._reading[authority].order if authority in self._reading else None
+        return any(
+            other != authority and (mine is None or order < mine)
+            for other, order in reading.items()
+        )
+
+    def state(self, key: str) -> str:
+        """Unit *key*'s state, in the words of the module's table."""
+        if self._reading_in.get(key):
+            return "robots.txt being read"
+        now = self.now()
+        if self.held_until(key) > now:
+            return "held"
+        if self._in_progress.get(key) and self.floor(key):
+            return "in progress"
+        last = self._last_end.get(key)
+        if last is not None and last + self.floor(key) > now:
+            return "spaced"
+        return "ready"
+
+    def reading_since(self) -> dict[str, float]:
+        """Since when each robots.txt being read has waited for its decision, by
+        authority."""
+        return {authority: reading.since for authority, reading in self._reading.items()}
 
     async def wait(self, key: str, seconds: float) -> None:
         """Wait *seconds*, or less if something about unit *key* changes."""
@@ -124,6 +208,20 @@ class Politeness:
             waiter.set_result(None)
 
     # -- the gate's requests -----------------------------------------------
+
+    @contextlib.contextmanager
+    def robots_first(self, key: str) -> Iterator[None]:
+        """While a robots.txt request of unit *key* waits to start, no other request
+        of the unit starts: the file may give the unit a floor."""
+        self._robots_waiting[key] = self._robots_waiting.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._robots_waiting[key] - 1
+            if left:
+                self._robots_waiting[key] = left
+            else:
+                del self._robots_waiting[key]
 
     def started(self, key: str) -> None:
         self._in_progress[key] = self._in_progress.get(key, 0) + 1
@@ -147,18 +245,23 @@ class Politeness:
     def deciding(self, key: str, authority: str) -> None:
         """A request of *authority*'s robots.txt fetch, of unit *key*, ended: until
         the file is read (:meth:`decided`), the unit's floor is not known, and no
-        request of it starts (another host of the unit, another scheme or port)."""
-        self._deciding.setdefault(authority, []).append(key)
-        self._undecided[key] = self._undecided.get(key, 0) + 1
+        request of it starts but robots.txt requests (see :meth:`_reads_before`)."""
+        reading = self._reading.get(authority)
+        if reading is None:
+            reading = self._reading[authority] = _Reading(next(self._order), self.now())
+        reading.units.append(key)
+        self._reading_in.setdefault(key, {})[authority] = reading.order
 
     def decided(self, authority: str, entry: object = None) -> None:
         """*authority*'s robots.txt fetch is over: its units go on."""
-        for key in self._deciding.pop(authority, ()):
-            left = self._undecided[key] - 1
-            if left:
-                self._undecided[key] = left
-            else:
-                del self._undecided[key]
+        reading = self._reading.pop(authority, None)
+        if reading is None:
+            return
+        for key in dict.fromkeys(reading.units):
+            in_unit = self._reading_in[key]
+            del in_unit[authority]
+            if not in_unit:
+                del self._reading_in[key]
             self.changed(key)
             for done in self.on_done:
                 done(key)
