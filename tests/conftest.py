@@ -55,6 +55,7 @@ SUBPROCESS_MODULES = {
     "test_processes.py",
     "test_redis_tls.py",
     "test_robots_command.py",
+    "test_robots_liveness.py",
     "test_startup_warnings.py",
     "test_wheel.py",
 }

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from ..._settings import (
@@ -312,6 +313,14 @@ class RobotsTxtMiddleware:
         if entry.outcome is FetchOutcome.SUCCESS:
             self._warned.discard(authority)
             await self._send_parsed(entry, fetched.request)
+            found_at = Request(fetched.url)
+            if urlparse_cached(found_at).path == "/robots.txt" and (
+                authority_of(found_at) != authority
+            ):
+                # Redirected to another authority's own robots.txt: that authority's
+                # file too, so its floor is known before its own fetch (www. -> apex,
+                # http:// -> https://).
+                await self._send_parsed(entry, found_at)
         elif entry.outcome is FetchOutcome.UNREACHABLE:
             self._failed(authority, entry, fetched.error)
         elif entry.reason is not None:  # a failed redirect: everything allowed, and why

@@ -21,8 +21,9 @@ What waits, and where:
 * robots.txt fetches wait here: they come from the robots middleware, not the
   scheduler.
 
-Ends are seen in three public places, whichever comes first: Scrapy's
-``request_left_downloader`` signal (the download ended), and this middleware's own
+Ends are seen in four public places, whichever comes first: Scrapy's
+``response_downloaded`` and ``request_left_downloader`` signals (the download
+ended; the first says with which response), and this middleware's own
 ``process_response`` and ``process_exception``, which every request that left the
 scheduler passes on its way back (a request dropped by a middleware, answered from a
 cache, redirected, retried): the queues learn there that a request they handed out
@@ -41,6 +42,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..._shared import META_ROBOTS, offers
+from ...robots import is_redirect
 from ._politeness import politeness
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ class CrawlDelayGate:
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
         throttle.gate_enabled = True
+        crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
     @classmethod
@@ -208,10 +211,13 @@ class CrawlDelayGate:
     def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
         self._end(request)
 
+    def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        self._end(request, response)
+
     def _left(self, request: Request, spider: Any = None) -> None:
         self._end(request)
 
-    def _end(self, request: Request) -> None:
+    def _end(self, request: Request, response: Response | None = None) -> None:
         started = self._started.pop(request, None)
         self.politeness.finished(request, reached=started is not None)
         if started is None:
@@ -219,7 +225,8 @@ class CrawlDelayGate:
         key, fleet = started
         robots_of = request.meta.get(META_ROBOTS)
         if robots_of:
-            self.politeness.deciding(key, robots_of)
+            redirected = response is not None and is_redirect(response.status)
+            self.politeness.deciding(key, robots_of, redirected)
         self.politeness.ended(key)
         if fleet:
             self.throttle.fleet_release(key)

@@ -72,11 +72,13 @@ SWEEP_EVERY = 1000
 
 @dataclass
 class _Reading:
-    """A robots.txt being read: its order among readings, since when, its units."""
+    """A robots.txt being read: its order among readings, since when, its units, and
+    whether its last response was a redirect (the fetch goes on)."""
 
     order: int
     since: float
     units: list[str] = field(default_factory=list)
+    redirected: bool = False
 
 
 def _no_floor(key: str) -> float:
@@ -113,7 +115,7 @@ class Politeness:
         # robots.txt being read (a fetch's response ended, no decision yet): by
         # authority, and by unit the authorities with their order.
         self._reading: dict[str, _Reading] = {}
-        self._reading_in: dict[str, dict[str, int]] = {}
+        self._reading_in: dict[str, dict[str, int]] = {}  # unit -> authority -> order
         self._order = itertools.count()
         self._robots_waiting: dict[str, int] = {}  # robots.txt requests waiting to start
         self._last_end: dict[str, float] = {}
@@ -157,21 +159,23 @@ class Politeness:
         return max(held, last + floor if last is not None else 0.0)
 
     def _reads_before(self, key: str, authority: str) -> bool:
-        """Whether unit *key* has a robots.txt being read that a request of
-        *authority*'s fetch waits for: one whose reading began before this fetch's
-        did (any, if this fetch's has not).  The order makes every such wait end:
-        a fetch never waits for one that waits for it, even when their redirects
-        cross (a robots.txt redirected on its own host waits for nothing of its own,
-        and ``a.com`` -> ``b.com`` while ``b.com`` -> ``a.com`` cannot wait in a
-        circle)."""
+        """Whether a request of *authority*'s robots.txt fetch waits for a robots.txt
+        being read in unit *key*: for one whose last response was the file (its
+        decision needs no request), and for a redirect whose reading began before
+        this fetch's did (any, if this fetch's has not).  So a fetch never waits for
+        one that waits for it: a robots.txt redirected on its own host waits for
+        nothing of its own, and ``a.com`` -> ``b.com`` while ``b.com`` -> ``a.com``
+        cannot wait in a circle."""
         reading = self._reading_in.get(key)
         if not reading:
             return False
         mine = self._reading[authority].order if authority in self._reading else None
-        return any(
-            other != authority and (mine is None or order < mine)
-            for other, order in reading.items()
-        )
+        for other in reading:
+            if other != authority:
+                theirs = self._reading[other]
+                if not theirs.redirected or mine is None or theirs.order < mine:
+                    return True
+        return False
 
     def state(self, key: str) -> str:
         """Unit *key*'s state, in the words of the module's table."""
@@ -242,14 +246,16 @@ class Politeness:
         for done in self.on_done:
             done(key)
 
-    def deciding(self, key: str, authority: str) -> None:
-        """A request of *authority*'s robots.txt fetch, of unit *key*, ended: until
-        the file is read (:meth:`decided`), the unit's floor is not known, and no
-        request of it starts but robots.txt requests (see :meth:`_reads_before`)."""
+    def deciding(self, key: str, authority: str, redirected: bool) -> None:
+        """A request of *authority*'s robots.txt fetch, of unit *key*, ended (with a
+        redirect: *redirected*): until the file is read (:meth:`decided`), the unit's
+        floor is not known, and no request of it starts but robots.txt requests (see
+        :meth:`_reads_before`)."""
         reading = self._reading.get(authority)
         if reading is None:
             reading = self._reading[authority] = _Reading(next(self._order), self.now())
         reading.units.append(key)
+        reading.redirected = redirected
         self._reading_in.setdefault(key, {})[authority] = reading.order
 
     def decided(self, authority: str, entry: object = None) -> None:
