@@ -56,6 +56,7 @@ SUBPROCESS_MODULES = {
     "test_redis_tls.py",
     "test_robots_command.py",
     "test_robots_liveness.py",
+    "test_stop.py",
     "test_startup_warnings.py",
     "test_wheel.py",
 }

@@ -1,0 +1,158 @@
+"""A stop is prompt and loses nothing: SIGTERM ends a crawl whose requests wait for a
+Crawl-delay of 20 s within 10 s, and the resumed crawl (``JOBDIR``, or a scrapy-redis
+queue) fetches the requests that were waiting, none twice.
+
+The site's robots.txt (``Crawl-delay: 20``) is kept from an earlier crawl, so that
+the first page starts at once and the second waits 20 s after it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import redis
+
+from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
+
+ROOT = Path(__file__).resolve().parents[2]
+ROBOTS = b"User-agent: *\nCrawl-delay: 20\n"
+
+
+def keep_robots_txt(path: Path, authority: str) -> None:
+    """A copy of the site's robots.txt in the store kept across restarts, as an earlier
+    crawl would have left it."""
+    record = StoredRobots(
+        outcome="success",
+        status=200,
+        body=ROBOTS,
+        fetched_at=time.time(),
+        ttl=3600,
+        etag=None,
+        last_modified=None,
+        reason=None,
+    )
+
+    async def put() -> None:
+        store = SQLiteRobotsStore(path, 512_000, time.time)
+        await store.put(authority, record)
+        await store.close()
+
+    # On a thread of its own: the test's reactor runs an asyncio loop here.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, put()).result()
+
+
+def start(settings, urls):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.crawl_process", "--dedupe", json.dumps(settings), *urls],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def pages(site):
+    return [path for path in site.paths() if path.startswith("/p/")]
+
+
+def stop_while_waiting(site, settings, urls):
+    """Start a crawl, SIGTERM it once the first page was fetched and the second
+    waits; returns the seconds it took to exit."""
+    crawl = start(settings, urls)
+    deadline = time.monotonic() + 60
+    while not pages(site):
+        assert crawl.poll() is None, crawl.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the first page never came"
+        time.sleep(0.05)
+    time.sleep(1.5)  # the second page is waiting now
+    asked = time.monotonic()
+    crawl.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = crawl.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        crawl.kill()
+        pytest.fail("the crawl did not stop within 60 s of SIGTERM")
+    took = time.monotonic() - asked
+    assert crawl.returncode == 0, stderr[-3000:]
+    return took
+
+
+def resume(settings, urls):
+    crawl = start(settings, urls)
+    stdout, stderr = crawl.communicate(timeout=60)
+    assert crawl.returncode == 0, stderr[-3000:]
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+QUEUES = {
+    "package-queue": {},
+    "scrapys-queue": {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"},
+}
+
+
+def settings_for(tmp_path, site, **extra):
+    kept = tmp_path / "robots.sqlite"
+    keep_robots_txt(kept, site.url)
+    return {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "USER_AGENT": "TestBot/1.0",
+        "RFC9309_PERSISTENT_CACHE_PATH": str(kept),
+        "LOG_LEVEL": "INFO",
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(
+    site, tmp_path, queue
+):
+    site.route("/robots.txt", body=ROBOTS)
+    urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
+    settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **QUEUES[queue])
+    assert stop_while_waiting(site, settings, urls) < 10
+    assert pages(site) == ["/p/0"]
+    resume(settings, urls)
+    assert sorted(pages(site)) == ["/p/0", "/p/1"]  # none lost, none twice
+    assert "/robots.txt" not in site.paths()  # the kept copy, both times
+
+
+def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(
+    site, tmp_path, redis_server
+):
+    url = redis_server.url.rsplit("/", 1)[0] + "/7"
+    redis.Redis.from_url(url).flushdb()
+    site.route("/robots.txt", body=ROBOTS)
+    urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
+    settings = settings_for(
+        tmp_path,
+        site,
+        SCHEDULER="scrapy_redis.scheduler.Scheduler",
+        DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
+        SCHEDULER_PERSIST=True,
+        REDIS_URL=url,
+    )
+    assert stop_while_waiting(site, settings, urls) < 10
+    assert pages(site) == ["/p/0"]
+    resume(settings, urls)
+    assert sorted(pages(site)) == ["/p/0", "/p/1"]
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_closespider_timeout_is_prompt_while_requests_wait(site, tmp_path, queue):
+    site.route("/robots.txt", body=ROBOTS)
+    urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
+    settings = settings_for(tmp_path, site, CLOSESPIDER_TIMEOUT=2, **QUEUES[queue])
+    began = time.monotonic()
+    stats = resume(settings, urls)
+    assert time.monotonic() - began < 12  # 2 s, then the stop, not the 20 s wait
+    assert stats["finish_reason"] == "closespider_timeout"
+    assert pages(site) == ["/p/0"]
