@@ -1,0 +1,92 @@
+"""The states a politeness unit passes through, and what ends each (the table in
+``extensions/crawldelay/_politeness.py`` and docs/throttle.md): every wait ends on
+a time or on an event that does not need the waiting request."""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.utils.test import get_crawler
+
+from scrapy_rfc9309.extensions.crawldelay import CrawlDelayThrottle
+from scrapy_rfc9309.extensions.crawldelay._politeness import INFINITY, Politeness
+
+A, B = "http://a.com", "http://b.com"
+
+
+def politeness(floor: float = 0.0) -> Politeness:
+    polite = Politeness(lambda host: host)
+    polite.floor = lambda key: floor
+    polite.now = lambda: 100.0
+    return polite
+
+
+def test_a_robots_txt_redirected_on_its_own_host_waits_for_nothing_of_its_own():
+    polite = politeness()
+    polite.deciding("a.com", A, redirected=True)  # /robots.txt -> 301 /robots-real.txt
+    assert polite.ready_at("a.com", robots=A) == 0.0  # its next hop starts
+    assert polite.ready_at("a.com") == INFINITY  # the pages wait for the file
+    assert polite.state("a.com") == "robots.txt being read"
+    polite.decided(A)
+    assert polite.ready_at("a.com") == 0.0
+    assert polite.state("a.com") == "ready"
+
+
+def test_another_fetch_waits_for_a_file_being_read_which_needs_no_request():
+    polite = politeness()
+    polite.deciding("a.com", A, redirected=False)  # the file came: only parsing is left
+    assert polite.ready_at("a.com", robots="https://a.com") == INFINITY
+    polite.decided(A)
+    assert polite.ready_at("a.com", robots="https://a.com") == 0.0
+
+
+def test_redirects_that_cross_never_wait_in_a_circle():
+    """a.com's robots.txt -> b.com's unit, b.com's -> a.com's, both being read: the
+    later of the two waits for the earlier, never the other way round."""
+    polite = politeness()
+    polite.deciding("a.com", A, redirected=True)
+    polite.deciding("b.com", B, redirected=True)
+    assert polite.ready_at("b.com", robots=A) == 0.0  # A's hop into b.com: A came first
+    assert polite.ready_at("a.com", robots=B) == INFINITY  # B's hop into a.com waits for A
+    polite.decided(A)
+    assert polite.ready_at("a.com", robots=B) == 0.0
+
+
+def test_pages_wait_for_a_robots_txt_request_waiting_to_start():
+    polite = politeness(floor=1.0)
+    with polite.robots_first("a.com"):
+        assert polite.ready_at("a.com") == INFINITY
+        assert polite.ready_at("a.com", robots=A) == 0.0
+    assert polite.ready_at("a.com") == 0.0
+
+
+def test_a_floored_unit_in_progress_then_spaced_then_ready():
+    polite = politeness(floor=2.0)
+    polite.started("a.com")
+    assert polite.ready_at("a.com") == INFINITY
+    assert polite.state("a.com") == "in progress"
+    polite.ended("a.com")  # at 100.0
+    assert polite.ready_at("a.com") == 102.0
+    assert polite.state("a.com") == "spaced"
+
+
+def test_a_robots_txt_decision_pending_past_every_bound_is_logged_once(caplog):
+    crawler = get_crawler(
+        settings_dict={"CRAWLDELAY_ENABLED": True, "DOWNLOAD_TIMEOUT": 1, "RFC9309_TIMEOUT": 1}
+    )
+    throttle = CrawlDelayThrottle.from_crawler(crawler)
+    polite = throttle.politeness
+    clock = [100.0]
+    polite.now = lambda: clock[0]
+    polite.deciding("a.com", A, redirected=True)
+    with caplog.at_level(logging.WARNING):
+        throttle._look_for_stalls()
+        assert not caplog.records  # not yet: a fetch may take this long
+        clock[0] += 1_000
+        throttle._look_for_stalls()
+        throttle._look_for_stalls()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "http://a.com" in warnings[0]
+    assert "robots.txt to be read" in warnings[0]
+    assert crawler.stats.get_value("crawldelay/stalled") == 1
