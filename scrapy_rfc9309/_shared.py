@@ -67,6 +67,13 @@ class Offers:
         #: before fetching a robots.txt, so that a domain whose budget is spent costs
         #: its site no robots.txt request.
         self.budget_refusal: Callable[[Request], Awaitable[str | None]] | None = None
+        #: The budget middleware's memory of it: whether *request*'s domain was found
+        #: spent today (no read; a page given back since makes it not spent).  The
+        #: scheduler's queue hands such requests out at once: they never wait.
+        self.budget_spent: Callable[[Request], bool] | None = None
+        #: Called by the budget middleware when a domain's budget is first found
+        #: spent: the queue hands out at once the requests it holds for it.
+        self.on_budget_spent: list[Callable[[], None]] = []
         #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
         self.robots: Any = None
         #: The Crawl-delay throttle, for its gate (``None`` while it is off).

@@ -1,5 +1,7 @@
 """The budget middleware in real crawls: what the server received."""
 
+import time
+
 import pytest
 import pytest_twisted
 
@@ -263,3 +265,25 @@ async def test_a_storage_unreachable_from_the_start_is_said_once_at_start_up(sit
     assert summary == [
         "Daily budget of 127.0.0.1 on 2025-11-22: use unknown (the budget storage failed)"
     ]
+
+
+@pytest.mark.parametrize(
+    "queue", ["scrapy_rfc9309.pqueues.HostReadyPriorityQueue", "scrapy.pqueues.ScrapyPriorityQueue"]
+)
+@pytest_twisted.ensureDeferred
+async def test_a_request_the_budget_drops_waits_for_no_crawl_delay(site, db, queue):
+    """robots.txt takes the day's one request; the 6 pages, each a Crawl-delay of 30 s
+    from the previous request, are dropped at once (they waited 30 s each before)."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 30\n")
+    began = time.monotonic()
+    crawler = await crawl(
+        [f"{site.url}/p/{i}" for i in range(6)],
+        DOMAINBUDGET_POLICY=policy(requests=1),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        **BUDGET,
+    )
+    assert time.monotonic() - began < 25  # not one Crawl-delay
+    assert site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("domainbudget/dropped/max_requests_per_day") == 6

@@ -271,13 +271,18 @@ def test_every_robots_txt_behaviour_ends_right_in_a_fleet_with_its_shared_queue(
         MAX_IDLE_TIME_BEFORE_CLOSE=6,
     )
     fleet = [crawler(robots_sites, settings, mode="--redis-spider") for _ in range(2)]
-    server = redis.Redis.from_url(fleet_redis)
-    deadline = time.monotonic() + 60
-    while int(server.get("pages:ready") or 0) < len(fleet):
-        assert time.monotonic() < deadline, "the fleet did not start"
-        time.sleep(0.05)
-    server.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in start_urls()))
-    server.set("pages:started", 1)
-    for process in fleet:
-        finish(process)
+    try:
+        server = redis.Redis.from_url(fleet_redis)
+        deadline = time.monotonic() + 60
+        while int(server.get("pages:ready") or 0) < len(fleet):
+            assert time.monotonic() < deadline, "the fleet did not start"
+            time.sleep(0.05)
+        server.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in start_urls()))
+        server.set("pages:started", 1)
+        for process in fleet:
+            finish(process)
+    finally:
+        for process in fleet:
+            if process.poll() is None:
+                process.kill()
     assert_every_site_right(robots_sites, fleet=True)

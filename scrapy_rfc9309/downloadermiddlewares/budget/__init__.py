@@ -57,10 +57,13 @@ class DomainBudgetMiddleware:
         self.storage = config.build_storage()
         logger.info("Domain budgets: %s", config.describe())
         self._announced: set[tuple[str, str]] = set()
+        self._spent: set[tuple[str, str]] = set()  # (domain, day) found spent
         self._storage_failed = False
         self._touched: dict[str, DomainLimits] = {}
         self._store = config.describe_store()
-        offers(crawler).budget_refusal = self.refusal
+        self._offers = offers(crawler)
+        self._offers.budget_refusal = self.refusal
+        self._offers.budget_spent = self.spent
         crawler.signals.connect(self._check_storage, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -115,8 +118,16 @@ class DomainBudgetMiddleware:
         if result is Reservation.GRANTED:
             request.meta[META_RESERVED] = (limits.key, day)
             self.stats.inc_value("domainbudget/granted")
+            self._spent.discard((limits.key, day))
             return
         raise IgnoreRequest(self._refused(limits, day, result))
+
+    def spent(self, request: Request) -> bool:
+        """Whether *request*'s domain was found spent today (a memory, not a read)."""
+        host = urlparse_cached(request).hostname
+        if not host or not self._spent or request.meta.get(META_ROBOTS):
+            return False
+        return (self.policy.limits_for(host).key, day_of(unix_time(), self.tz)) in self._spent
 
     async def refusal(self, request: Request) -> str | None:
         """Why *request* would be dropped now (its domain's budget for today is spent),
@@ -134,6 +145,7 @@ class DomainBudgetMiddleware:
             requests, pages, limits.max_requests_per_day, limits.max_pages_per_day
         )
         if result is Reservation.GRANTED:
+            self._spent.discard((limits.key, day))
             return None
         self._touched[limits.key] = limits
         return self._refused(limits, day, result)
@@ -143,6 +155,10 @@ class DomainBudgetMiddleware:
         limit was reached, and give the reason."""
         self.stats.inc_value("domainbudget/dropped")
         self.stats.inc_value(f"domainbudget/dropped/{result.value}")
+        if (limits.key, day) not in self._spent:
+            self._spent.add((limits.key, day))
+            for spent in self._offers.on_budget_spent:
+                spent()
         if (limits.key, day) not in self._announced:
             self._announced.add((limits.key, day))
             limit = (
@@ -176,6 +192,7 @@ class DomainBudgetMiddleware:
         reserved = request.meta.pop(META_RESERVED, None)
         if reserved is None:
             return
+        self._spent.discard(reserved)
         try:
             await self.storage.release_page_async(*reserved)
             self.stats.inc_value("domainbudget/pages_released")

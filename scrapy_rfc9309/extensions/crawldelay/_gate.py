@@ -38,7 +38,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..._shared import META_ROBOTS, offers
@@ -77,7 +77,8 @@ class CrawlDelayGate:
         self.throttle = throttle
         self.politeness = politeness(crawler)
         self.politeness.tracking = True
-        offers(crawler).on_robots_decided.append(self.politeness.decided)
+        self._offers = offers(crawler)
+        self._offers.on_robots_decided.append(self.politeness.decided)
         self.stats = crawler.stats
         self.crawler = crawler
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
@@ -106,6 +107,11 @@ class CrawlDelayGate:
         meta = request.meta
         robots = meta.get(META_ROBOTS)
         wait = polite.ready_at(key, robots) - polite.now()
+        if wait > 0 and not robots and self._offers.budget_refusal is not None:
+            # A request its budget will drop waits for nothing.
+            refused = await self._offers.budget_refusal(request)
+            if refused is not None:
+                raise IgnoreRequest(refused)
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED)
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from scrapy.pqueues import ScrapyPriorityQueue
 
 from ..._settings import configured_concurrency
-from ..._shared import authority_of, offers
+from ..._shared import offers
 from ._gate import META_EARLY
 from ._politeness import INFINITY, politeness
 
@@ -109,6 +109,7 @@ class HostReadyPriorityQueue:
         self.politeness.on_done.append(self._unpark)
         self._offers = offers(crawler)
         self._offers.on_robots_decided.append(self._decide)
+        self._offers.on_budget_spent.append(self._hand_out_spent)
         concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
         self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
@@ -151,9 +152,14 @@ class HostReadyPriorityQueue:
     def __len__(self) -> int:
         return self._size + len(self._decided)
 
+    def _dropped_anyway(self, request: Request) -> bool:
+        """Whether a middleware will drop *request* without reaching its site: a
+        robots.txt at hand refuses it, or its domain's budget is spent."""
+        refuses, spent = self._offers.robots_refuses, self._offers.budget_spent
+        return (refuses is not None and refuses(request)) or (spent is not None and spent(request))
+
     def push(self, request: Request) -> None:
-        refuses = self._offers.robots_refuses
-        if refuses is not None and refuses(request):
+        if self._dropped_anyway(request):
             self._decided.append(request)
             return
         unit = self.politeness.unit(request)
@@ -217,26 +223,46 @@ class HostReadyPriorityQueue:
 
     def _decide(self, authority: str, entry: RobotsEntry | None) -> None:
         """If every request to *authority* is refused by its robots.txt now (it is
-        unreachable), hand its queued requests out at once: they never reach it."""
+        unreachable), hand its unit's queued requests out at once: they never reach
+        it."""
         if entry is None or entry.robots is not None or entry.fallback.allowed:
             return
-        refuses = self._offers.robots_refuses
-        unit = self.politeness.unit_of_host(urlsplit(authority).hostname or "")
+        self._hand_out(self.politeness.unit_of_host(urlsplit(authority).hostname or ""))
+
+    def _hand_out_spent(self) -> None:
+        """A domain's budget was found spent: hand out at once the units whose next
+        request it drops."""
+        spent = self._offers.budget_spent
+        for unit, queue in list(self.queues.items()):
+            try:
+                request = queue.peek()
+            except NotImplementedError:  # a queue without peek: look at all of it
+                request = None
+                self._hand_out(unit)
+            if request is not None and spent is not None and spent(request):
+                self._hand_out(unit)
+
+    def _hand_out(self, unit: str) -> None:
+        """Hand out at once *unit*'s queued requests that a middleware will drop
+        without reaching the site; the others are kept, in their order."""
         queue = self.queues.get(unit)
-        if queue is None or refuses is None:
+        if queue is None:
             return
         kept = []
         while len(queue):
             request = queue.pop()
             if request is None:
                 break
-            if authority_of(request) == authority and refuses(request):
+            self._size -= 1
+            if self._dropped_anyway(request):
                 self._decided.append(request)
-                self._size -= 1
             else:
                 kept.append(request)
-        for request in kept:
+        # Pushed back last first: popped again in the same order from Scrapy's default
+        # (LIFO) queues.
+        for request in reversed(kept):
             queue.push(request)
+            self._size += 1
 
     def close(self) -> dict[str, list[int]]:
         """The state a ``JOBDIR`` crawl resumes from: each unit's priorities."""
