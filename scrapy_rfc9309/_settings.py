@@ -259,26 +259,37 @@ def list_value(value: Any, name: str) -> list[Any]:
     return list(value)
 
 
+def _slot_options(settings: BaseSettings, option: str) -> dict[str, float]:
+    """Each ``DOWNLOAD_SLOTS`` entry's *option*, a number of at least 0."""
+    try:
+        slots = settings.getdict("DOWNLOAD_SLOTS")
+    except ValueError:
+        raise SettingError(
+            f"DOWNLOAD_SLOTS must be a dict of slot options, not {settings.get('DOWNLOAD_SLOTS')!r}"
+        ) from None
+    found = {}
+    for key, options in slots.items():
+        if not isinstance(options, dict):
+            raise SettingError(f"DOWNLOAD_SLOTS[{key!r}] must be a dict, not {options!r}")
+        if option in options:
+            name = f"DOWNLOAD_SLOTS[{key!r}][{option!r}]"
+            found[key] = number({name: options[option]}, name, 0)  # type: ignore[arg-type]
+    return found
+
+
 def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
     """The delay new slots get from the settings (``DOWNLOAD_DELAY``), and the slots
-    that ``DOWNLOAD_SLOTS`` gives another one."""
-    per_slot = {
-        key: float(options["delay"])
-        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
-        if "delay" in options
-    }
-    return settings.getfloat("DOWNLOAD_DELAY"), per_slot
+    that ``DOWNLOAD_SLOTS`` gives another one; a value that is no number of seconds
+    is a :class:`SettingError` naming it."""
+    return number(settings, "DOWNLOAD_DELAY", 0), _slot_options(settings, "delay")
 
 
 def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:
     """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
     slots that ``DOWNLOAD_SLOTS`` gives another one."""
-    per_slot = {
-        key: int(options["concurrency"])
-        for key, options in settings.getdict("DOWNLOAD_SLOTS").items()
-        if "concurrency" in options
-    }
-    return settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"), per_slot
+    per_slot = _slot_options(settings, "concurrency")
+    concurrency = number(settings, "CONCURRENT_REQUESTS_PER_DOMAIN", 0)
+    return int(concurrency), {key: int(value) for key, value in per_slot.items()}
 
 
 #: A fleet's hold on a host outlives the request's download timeout by this much

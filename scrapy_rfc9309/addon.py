@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
-from ._settings import deliberate, mistakes, report_configuration_errors_in_one_line, source
+from ._settings import (
+    deliberate,
+    flag,
+    mistakes,
+    report_configuration_errors_in_one_line,
+    source,
+)
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
 from .downloadermiddlewares.robotstxt import (
     RobotsTxtDecompressionMiddleware,
@@ -71,11 +77,11 @@ class Addon:
         settings.setdefault_in_component_priority_dict(name, CrawlDelayGate, GATE_ORDER)
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")
         settings.set("BACKOFF_ENABLED", True, priority="addon")
-        if settings.getbool("CRAWLDELAY_ENABLED"):
+        if flag(settings, "CRAWLDELAY_ENABLED"):
             settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
-        if not settings.getbool("ROBOTSTXT_OBEY") and deliberate(settings, "ROBOTSTXT_OBEY"):
+        if not flag(settings, "ROBOTSTXT_OBEY") and deliberate(settings, "ROBOTSTXT_OBEY"):
             logger.info(
                 "scrapy_rfc9309: ROBOTSTXT_OBEY is False (%s): robots.txt is not obeyed",
                 source(settings, "ROBOTSTXT_OBEY"),

@@ -62,7 +62,7 @@ class Command(ScrapyCommand):
                 # A look must not create a store (outside a project: ./.scrapy/).
                 print(f"No budget store at {sqlite_path}: nothing recorded.")
                 return
-            key = policy.limits_for(_host_of(opts.reset)).key if opts.reset else None
+            key = None if opts.reset is None else policy.limits_for(_host_of(opts.reset)).key
             storage = build_storage(settings)
             try:
                 usage = storage.usage(day)
@@ -86,19 +86,23 @@ class Command(ScrapyCommand):
         print(f"Daily budgets on {day}, from {store}")
         if not usage:
             print("  (nothing recorded)")
-        for key, (requests, pages) in usage.items():
-            limits = policy.limits_for(key)
-            print(
-                f"  {key:<40} requests {_use(requests, limits.max_requests_per_day)}"
-                f"  pages {_use(pages, limits.max_pages_per_day)}"
-            )
+        rows = [
+            (key, _use(requests, limits.max_requests_per_day), _use(pages, limits.max_pages_per_day))
+            for key, (requests, pages) in usage.items()
+            for limits in [policy.limits_for(key)]
+        ]
+        # Each column as wide as its widest cell: the columns line up.
+        keys = max((len(key) for key, _, _ in rows), default=0)
+        uses = max((len(use) for _, use, _ in rows), default=0)
+        for key, requests_use, pages_use in rows:
+            print(f"  {key:<{keys}}  requests {requests_use:<{uses}}  pages {pages_use}")
 
 
 def _use(used: int, limit: int) -> str:
     """``12 / 200 (188 left)``, or ``12 / unlimited``."""
     if not limit:
         return f"{used:>6} / unlimited"
-    return f"{used:>6} / {limit:<6} ({max(limit - used, 0)} left)"
+    return f"{used:>6} / {limit} ({max(limit - used, 0)} left)"
 
 
 def _check_day(day: str) -> None:

@@ -84,8 +84,23 @@ def test_reset_takes_a_url_or_host_and_port_and_says_when_nothing_was_recorded(t
     never = scrapy("budget", *common, "--reset", "example.com", cwd=tmp_path)
     assert never.returncode == 0
     assert f"Nothing recorded for example.com on {DAY}: nothing to reset." in never.stdout
-    bad = scrapy("budget", *common, "--reset", "not a domain", cwd=tmp_path)
-    assert bad.returncode == 2 and "--reset:" in bad.stderr
+    for bad_domain in ("not a domain", ""):
+        bad = scrapy("budget", *common, "--reset", bad_domain, cwd=tmp_path)
+        assert bad.returncode == 2 and "--reset:" in bad.stderr, bad_domain
+
+
+def test_the_table_columns_line_up(tmp_path):
+    db = tmp_path / "budget.sqlite"
+    store = SQLiteStorage(db)
+    for domain, count in (("a.org", 1), ("a-much-longer-name.example.org", 123)):
+        for _ in range(count):
+            store.reserve(domain, DAY, 0, 0)
+    store.close()
+    shown = scrapy("budget", "-s", f"DOMAINBUDGET_SQLITE_PATH={db}", "--day", DAY, cwd=tmp_path)
+    rows = [line for line in shown.stdout.splitlines() if "requests" in line]
+    assert len(rows) == 2
+    assert len({row.index("requests") for row in rows}) == 1
+    assert len({row.index("pages") for row in rows}) == 1
 
 
 def test_outside_a_project_it_creates_no_store(tmp_path):

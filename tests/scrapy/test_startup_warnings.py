@@ -105,8 +105,27 @@ BUDGET = ADDON + "DOMAINBUDGET_ENABLED = True\n"
             "policy.yaml: file is not a database (move the file aside for a new one, or set "
             "DOMAINBUDGET_SQLITE_PATH)",
         ),
+        (
+            ADDON + "CRAWLDELAY_ENABLED = 'yes-please'\n",
+            None,
+            "CRAWLDELAY_ENABLED must be True or False, not 'yes-please'",
+        ),
+        (
+            ADDON + "DOWNLOAD_SLOTS = {'h': {'delay': 'x'}}\n",
+            None,
+            "DOWNLOAD_SLOTS['h']['delay'] must be a number, not 'x'",
+        ),
+        (ADDON + "DOWNLOAD_DELAY = -1\n", None, "DOWNLOAD_DELAY must be at least 0, not -1"),
     ],
-    ids=["nan", "policy-yaml", "storage", "corrupt-sqlite"],
+    ids=[
+        "nan",
+        "policy-yaml",
+        "storage",
+        "corrupt-sqlite",
+        "not-a-flag",
+        "slot-delay",
+        "negative-delay",
+    ],
 )
 def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
     new_project, settings, policy, message

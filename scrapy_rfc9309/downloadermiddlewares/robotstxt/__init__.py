@@ -30,6 +30,7 @@ from twisted.internet.defer import Deferred
 from ..._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
+    flag,
     fleet_url,
     number,
     redacted_url,
@@ -77,7 +78,7 @@ __all__ = ["RobotsTxtDecompressionMiddleware", "RobotsTxtMiddleware"]
 class RobotsTxtMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         report_configuration_errors_in_one_line()
-        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
+        if not flag(crawler.settings, "ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
