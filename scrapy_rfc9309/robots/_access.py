@@ -94,7 +94,7 @@ class RobotsEntry:
             what = f"HTTP {self.status}" if self.status is not None else "network error"
         if self.kept_since is not None:
             when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.kept_since))
-            what = f"{what}, kept from an earlier crawl's fetch at {when}"
+            what = f"{what}, kept from the fetch at {when}"
         if self.outcome is FetchOutcome.SUCCESS:
             return f"robots.txt {'kept' if self.kept_since is not None else 'fetched'} ({what})"
         if self.outcome is FetchOutcome.UNAVAILABLE:

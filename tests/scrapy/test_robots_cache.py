@@ -20,7 +20,7 @@ from scrapy.spiders import SitemapSpider
 from scrapy_rfc9309 import SitemapsFromRobotsMixin
 from tests.broad_site import BroadSite, addresses
 from tests.crawl import crawl
-from tests.helpers import REFUSE_ROBOTS_WRITES
+from tests.helpers import REFUSE_ROBOTS_WRITES, on_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 ETAG = '"v1"'
@@ -118,7 +118,7 @@ async def test_the_report_says_a_copy_was_kept_from_when_with_its_crawl_delay(si
     [kept] = second.stats.get_value("rfc9309/report")
     day = time.strftime("%Y-%m-%d", time.gmtime())
     assert kept["robots_txt"].startswith(
-        f"robots.txt kept (HTTP 200, kept from an earlier crawl's fetch at {day} "
+        f"robots.txt kept (HTTP 200, kept from the fetch at {day} "
     )
     assert kept["crawl_delay"] == 0.2 == fetched["crawl_delay"]
 
@@ -314,3 +314,40 @@ async def test_a_robots_txt_over_the_size_limit_is_kept_as_it_was_read(site, tmp
     assert site.count("/robots.txt") == 1  # read back, not refused as too large
     assert again.stats.get_value("rfc9309/persistent_hit") == 1
     assert again.stats.get_value("rfc9309/forbidden") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_kept_copy_fetched_during_this_crawl_is_not_called_an_earlier_crawls(tmp_path):
+    """In a fleet, another process may have kept a copy seconds ago: the close report
+    counts it apart from the copies of earlier crawls."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309._settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
+    from scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent import (
+        PersistentRobotsFetcher,
+    )
+    from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
+
+    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True})
+    crawler.stats.open_spider()
+
+    class NoFetch:
+        config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
+
+        async def fetch(self, *args):
+            raise AssertionError("a fresh kept copy needs no request")
+
+    store = SQLiteRobotsStore(tmp_path / "kept.sqlite", 512_000, time.time)
+    fetcher = PersistentRobotsFetcher(crawler, NoFetch(), store, "kept.sqlite")
+    body = b"User-agent: *\nDisallow: /x\n"
+
+    async def kept_then_read() -> None:
+        for authority, fetched_at in (("http://now.com", 0), ("http://old.com", -60)):
+            record = StoredRobots("success", 200, body, fetcher.started + fetched_at, 3600)
+            await store.put(authority, record)
+            await fetcher.fetch(authority)
+        await store.close()
+
+    await on_loop(kept_then_read())
+    assert crawler.stats.get_value("rfc9309/this_run_hit") == 1
+    assert crawler.stats.get_value("rfc9309/persistent_hit") == 1

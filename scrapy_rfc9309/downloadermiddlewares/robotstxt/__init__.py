@@ -343,9 +343,11 @@ class RobotsTxtMiddleware:
         if self.persistent is not None:
             stat = self.stats.get_value
             logger.info(
-                "robots.txt: %d kept from an earlier crawl, %d refreshed unchanged (304), "
-                "%d requests sent",
+                "robots.txt: %d kept from an earlier crawl, %d fetched in this run by "
+                "another process of the fleet (or read again after this one's cache let "
+                "them go), %d refreshed unchanged (304), %d requests sent",
                 stat("rfc9309/persistent_hit", 0),
+                stat("rfc9309/this_run_hit", 0),
                 stat("rfc9309/not_modified", 0),
                 stat("rfc9309/request_count", 0),
             )

@@ -48,6 +48,9 @@ class PersistentRobotsFetcher:
         self.stats = crawler.stats
         self._failed = False
         self._replaced_said = False
+        #: When this crawl started (seconds since the epoch): a kept copy fetched
+        #: since came from this run (another process of a fleet), not an earlier crawl.
+        self.started = wall_clock()
 
     async def fetch(
         self,
@@ -58,7 +61,8 @@ class PersistentRobotsFetcher:
         record = await self._get(authority)
         now = wall_clock()
         if record is not None and record.fresh(now, self.config.policy.cache_ttl):
-            self.stats.inc_value("rfc9309/persistent_hit")
+            this_run = record.fetched_at >= self.started
+            self.stats.inc_value("rfc9309/this_run_hit" if this_run else "rfc9309/persistent_hit")
             return await self._from_record(authority, record, now)
         if record is not None and record.outcome == FetchOutcome.SUCCESS and record.body:
             robots = await parse_body(self.config, record.body)
