@@ -161,6 +161,5 @@ def short_gaps(
     return [
         (later.time - earlier.time, earlier, later)
         for earlier, later in itertools.pairwise(arrivals)
-        if (earlier.host, earlier.path) not in exempt
-        and later.time - earlier.time < delay * 0.95
+        if (earlier.host, earlier.path) not in exempt and later.time - earlier.time < delay * 0.95
     ]

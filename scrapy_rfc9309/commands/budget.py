@@ -86,11 +86,16 @@ class Command(ScrapyCommand):
         print(f"Daily budgets on {day}, from {store}")
         if not usage:
             print("  (nothing recorded)")
-        rows = [
-            (key, _use(requests, limits.max_requests_per_day), _use(pages, limits.max_pages_per_day))
-            for key, (requests, pages) in usage.items()
-            for limits in [policy.limits_for(key)]
-        ]
+        rows = []
+        for key, (requests, pages) in usage.items():
+            limits = policy.limits_for(key)
+            rows.append(
+                (
+                    key,
+                    _use(requests, limits.max_requests_per_day),
+                    _use(pages, limits.max_pages_per_day),
+                )
+            )
         # Each column as wide as its widest cell: the columns line up.
         keys = max((len(key) for key, _, _ in rows), default=0)
         uses = max((len(use) for _, use, _ in rows), default=0)

@@ -11,6 +11,7 @@ the file is unavailable: everything allowed)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -64,7 +65,7 @@ class Site:
 def chain(hops: int, last: Answer) -> dict[str, Answer]:
     paths = ["/robots.txt", *(f"/r{n}" for n in range(1, hops + 1))]
     routes: dict[str, Answer] = {
-        path: redirect(302, target) for path, target in zip(paths, paths[1:], strict=False)
+        path: redirect(302, target) for path, target in itertools.pairwise(paths)
     }
     routes[paths[-1]] = last
     return routes
@@ -94,8 +95,12 @@ def sites() -> list[Site]:
             "allow",
         ),
         # http:// -> https:// moves a robots.txt to another port of the same name.
-        Site("port.com", {"/robots.txt": redirect(301, "http://port.com:8443/robots.txt")}, "file",
-             elsewhere={("port.com:8443", "/robots.txt"): file(RULES)}),
+        Site(
+            "port.com",
+            {"/robots.txt": redirect(301, "http://port.com:8443/robots.txt")},
+            "file",
+            elsewhere={("port.com:8443", "/robots.txt"): file(RULES)},
+        ),
         Site(
             "portchain.com",
             {"/robots.txt": redirect(302, "http://portchain.com:8443/a")},
@@ -176,8 +181,14 @@ def base_settings(**extra):
 def crawler(sites_, settings, mode="", urls=()):
     env = {**os.environ, "http_proxy": sites_.proxy, "no_proxy": ""}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.crawl_process", *([mode] if mode else []),
-         json.dumps(settings), *urls],
+        [
+            sys.executable,
+            "-m",
+            "tests.crawl_process",
+            *([mode] if mode else []),
+            json.dumps(settings),
+            *urls,
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -112,9 +112,7 @@ def settings_for(tmp_path, site, **extra):
 
 
 @pytest.mark.parametrize("queue", list(QUEUES))
-def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(
-    site, tmp_path, queue
-):
+def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site, tmp_path, queue):
     site.route("/robots.txt", body=ROBOTS)
     urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
     settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **QUEUES[queue])
@@ -125,9 +123,7 @@ def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(
     assert "/robots.txt" not in site.paths()  # the kept copy, both times
 
 
-def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(
-    site, tmp_path, redis_server
-):
+def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_path, redis_server):
     url = redis_server.url.rsplit("/", 1)[0] + "/7"
     redis.Redis.from_url(url).flushdb()
     site.route("/robots.txt", body=ROBOTS)
