@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
 
+from ._settings import ROBOTS_DEFAULTS, flag, with_defaults
 from .robots import RobotsTxt
 
 if TYPE_CHECKING:
@@ -30,8 +31,12 @@ class RobotParser(ScrapyRobotParser):
         self.robots = robots
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
-        lenient = crawler.settings.getbool("RFC9309_LENIENT", True)
+    def from_crawler(cls, crawler: Crawler | None, robotstxt_body: bytes) -> Self:
+        """Parse *robotstxt_body*; *crawler* gives ``RFC9309_LENIENT`` (``None``, as
+        Scrapy's own parser tests pass it: the default, lenient)."""
+        lenient = crawler is None or flag(
+            with_defaults(crawler.settings, ROBOTS_DEFAULTS), "RFC9309_LENIENT"
+        )
         return cls(RobotsTxt.parse(robotstxt_body, lenient=lenient))
 
     @classmethod

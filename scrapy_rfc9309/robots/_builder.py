@@ -10,7 +10,7 @@ from typing import TypeVar
 from . import _lexer as lexer
 from ._model import DISALLOW_BIT, STAR, Group
 from ._preferences import LABEL, preference_line
-from ._useragent import group_name
+from ._useragent import product_token
 
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 # At most 9 digits of requests: a larger count is no real rate, and int() of a
@@ -163,7 +163,7 @@ def parse_lines(lines: list[str], lenient: bool, builder: Builder, first: int = 
                 if value.isalnum() and value.isascii():  # the usual case: "Googlebot"
                     agent = value.lower()
                 else:
-                    agent = STAR if _is_star(value) else group_name(value)
+                    agent = STAR if _is_star(value) else product_token(value)
                 if agent and agent not in builder.agents:
                     builder.agents.add(agent)
                     group.agents.append(agent)

@@ -19,7 +19,7 @@ from scrapy_rfc9309.robots._lexer import (
     decode,
     split_lines,
 )
-from scrapy_rfc9309.robots._useragent import group_name
+from scrapy_rfc9309.robots._useragent import product_token
 
 
 class Record(NamedTuple):
@@ -82,7 +82,7 @@ def from_records(records: Iterable[Record], *, truncated: bool = False) -> Robot
                 builder.start_group(line)
             assert builder.current is not None
             star = value == "*" or (value.startswith("*") and value[1:2].isspace())
-            agent = "*" if star else group_name(value)
+            agent = "*" if star else product_token(value)
             if agent and agent not in builder.current.agents:
                 builder.current.agents.append(agent)
         else:

@@ -181,3 +181,40 @@ def test_rfc_2_1_a_group_gives_its_rules_in_file_order_from_its_columns():
     assert len(group.rules) == 2
     group.add_rule(False, "/z", 2**32 - 1)
     assert group.rules[-1] == Rule(False, "/z", 2**32 - 1)
+
+
+def test_rfc_2_2_1_a_name_spelled_the_same_on_both_sides_matches_outside_ascii_too():
+    """Scrapy's own parser-interface test (``test_unicode_url_and_useragent``): a
+    crawler named ``UnicödeBöt`` gets the group ``User-Agent: UnicödeBöt``."""
+    robots = RobotsTxt.parse(
+        "User-Agent: *\nDisallow: /admin/\nDisallow: /wiki/Käyttäjä:\n"
+        "User-Agent: UnicödeBöt\nDisallow: /some/randome/page.html\n"
+    )
+    assert robots.allowed("https://site.local/some/randome/page.html", "*")
+    assert not robots.allowed("https://site.local/some/randome/page.html", "UnicödeBöt")
+    assert robots.allowed("https://site.local/admin/", "UnicödeBöt")  # its own group only
+    assert not robots.allowed("https://site.local/wiki/K%C3%A4ytt%C3%A4j%C3%A4:x", "*")
+    # A trailing * or version still ends the name in the file.
+    robots = RobotsTxt.parse("User-agent: Foo*\nDisallow: /\n")
+    assert not robots.allowed("/x", "Foo") and robots.allowed("/x", "FooBot")
+
+
+def test_the_robotstxt_parser_adapter_passes_scrapys_unicode_interface_test():
+    """Scrapy's ``test_unicode_url_and_useragent``, as Scrapy's own parser tests call
+    a ``ROBOTSTXT_PARSER``: without a crawler."""
+    from scrapy_rfc9309 import RobotParser
+
+    body = (
+        "User-Agent: *\nDisallow: /admin/\nDisallow: /static/\n"
+        "Disallow: /wiki/K%C3%A4ytt%C3%A4j%C3%A4:\nDisallow: /wiki/Käyttäjä:\n"
+        "User-Agent: UnicödeBöt\nDisallow: /some/randome/page.html"
+    ).encode()
+    parser = RobotParser.from_crawler(crawler=None, robotstxt_body=body)
+    assert parser.allowed("https://site.local/", "*")
+    assert not parser.allowed("https://site.local/admin/", "*")
+    assert not parser.allowed("https://site.local/static/", "*")
+    assert parser.allowed("https://site.local/admin/", "UnicödeBöt")
+    assert not parser.allowed("https://site.local/wiki/K%C3%A4ytt%C3%A4j%C3%A4:", "*")
+    assert not parser.allowed("https://site.local/wiki/Käyttäjä:", "*")
+    assert parser.allowed("https://site.local/some/randome/page.html", "*")
+    assert not parser.allowed("https://site.local/some/randome/page.html", "UnicödeBöt")
