@@ -435,6 +435,7 @@ CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_ENABLED": False,
     "CRAWLDELAY_MAX_DELAY": 60,
     "CRAWLDELAY_UNIT": "host",
+    "CRAWLDELAY_SITES": [],
 }
 
 PAGE_DEFAULTS: dict[str, Any] = {

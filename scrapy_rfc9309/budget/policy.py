@@ -156,7 +156,7 @@ class BudgetPolicy:
         the default policy counted per registrable domain.  IPs and ``localhost`` are
         hosts of their own: only an entry naming them exactly covers them."""
         host = normalise_host(host)
-        labels = [host] if _is_ip_or_local(host) else host.split(".")
+        labels = [host] if is_ip_or_local(host) else host.split(".")
         for start in range(len(labels)):
             candidate = ".".join(labels[start:])
             limits = self.entries.get(candidate)
@@ -345,7 +345,7 @@ def domain_problem(domain: Any) -> str | None:
         instead = f": write domain: {host}" if host else ""
         return f"must be a host name, not a URL ({text!r}){instead}"
     host = normalise_host(text)
-    if _is_ip_or_local(host):
+    if is_ip_or_local(host):
         return None
     name, colon, port = host.rpartition(":")
     if colon and port.isdigit() and name:
@@ -365,7 +365,8 @@ def normalise_host(host: str) -> str:
     return host.lstrip(".").strip("[]")
 
 
-def _is_ip_or_local(host: str) -> bool:
+def is_ip_or_local(host: str) -> bool:
+    """Whether *host* is an IP address or ``localhost`` (a unit and a budget of its own)."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -388,7 +389,7 @@ def registrable_domain(host: str) -> str:
     """``en.wikipedia.org`` -> ``wikipedia.org``; ``a.b.co.uk`` -> ``b.co.uk``.
     IP addresses, ``localhost`` and hosts without a registrable part stay as they are."""
     host = normalise_host(host)
-    if _is_ip_or_local(host):
+    if is_ip_or_local(host):
         return host
     return str(_extractor()(host).top_domain_under_public_suffix) or host
 

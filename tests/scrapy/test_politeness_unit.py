@@ -6,6 +6,7 @@ which host."""
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -105,3 +106,31 @@ async def test_with_the_host_as_unit_the_site_gets_its_hosts_at_once(proxy_site)
     crawler = await crawl(urls(), ADDONS={"scrapy_rfc9309.Addon": 500})
     assert len(crawler.spider.seen) == 10
     assert min(proxy_site.gaps()) < CRAWL_DELAY  # each host is spaced on its own
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_domain_without_a_public_suffix_is_said_once_and_crawldelay_sites_joins_it(
+    proxy_site, caplog
+):
+    """``.test`` is no public suffix: under the domain unit, each host is its own unit
+    (said once), until CRAWLDELAY_SITES names the site."""
+    urls = [
+        f"http://{host}/p/{n}" for n in range(2) for host in ("a.example.test", "b.example.test")
+    ]
+    with caplog.at_level(logging.WARNING):
+        await crawl(urls, ADDONS={"scrapy_rfc9309.Addon": 500}, CRAWLDELAY_UNIT="domain")
+    said = [r.getMessage() for r in caplog.records if "no public suffix" in r.getMessage()]
+    assert len(said) == 1 and "CRAWLDELAY_SITES (e.g. ['example.test'])" in said[0]
+    assert min(proxy_site.gaps()) < CRAWL_DELAY  # two units
+    proxy_site.arrivals.clear()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        await crawl(
+            urls,
+            ADDONS={"scrapy_rfc9309.Addon": 500},
+            CRAWLDELAY_UNIT="domain",
+            CRAWLDELAY_SITES=["example.test"],
+        )
+    assert not [r for r in caplog.records if "no public suffix" in r.getMessage()]
+    assert len(proxy_site.arrivals) == 6  # 2 robots.txt, 4 pages
+    assert min(proxy_site.gaps()) >= CRAWL_DELAY  # one site, robots.txt included

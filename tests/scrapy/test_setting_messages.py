@@ -177,3 +177,17 @@ def test_without_scrapy_cfg_the_robots_middleware_runs_and_keeps_copies_here(tmp
     middleware = RobotsTxtMiddleware.from_crawler(crawler)
     assert middleware.config.persistent_path == str(tmp_path / ".scrapy" / "rfc9309-robots.sqlite")
     assert middleware.persistent is not None  # its file is made at the first read
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("http://example.test/", "CRAWLDELAY_SITES entry 'http://example.test/' must be a host"),
+        (5, "CRAWLDELAY_SITES must be a list of domains, not 5"),
+    ],
+)
+def test_crawldelay_sites_entries_are_checked(value, message):
+    from scrapy_rfc9309.extensions.crawldelay._units import unit_of_host
+
+    with pytest.raises(SettingError, match=message.replace("(", r"\(")):
+        unit_of_host(Settings({"CRAWLDELAY_UNIT": "domain", "CRAWLDELAY_SITES": value}))
