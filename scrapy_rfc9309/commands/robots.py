@@ -189,6 +189,10 @@ class Command(ScrapyCommand):
         if isinstance(fetched, BaseException):
             return _error(f"fetching robots.txt failed: {type(fetched).__name__}: {fetched}")
         entry = fetched.entry
+        if len(fetched.hops) > 1:  # redirected: the way from the URL asked to the file
+            print("redirects:")
+            for hop_url, status in fetched.hops:
+                print(f"  {hop_url} -> {status if status is not None else 'no answer'}")
         if fetched.error is not None:
             error = str(fetched.error) or type(fetched.error).__name__
             return _error(

@@ -119,6 +119,11 @@ def test_redirects_are_followed_to_the_file(site, other_site, tmp_path):
         f"robots.txt:   {other_site.url}/robots.txt, fetched now (robots.txt fetched (HTTP 200))"
         in result.stdout
     )
+    # The way from the URL asked about to the file read.
+    assert (
+        f"redirects:\n  {site.url}/robots.txt -> 301\n  {other_site.url}/robots.txt -> 200\n"
+        in (result.stdout)
+    )
 
 
 def test_a_redirect_loop_is_named_as_the_cause(site, tmp_path):

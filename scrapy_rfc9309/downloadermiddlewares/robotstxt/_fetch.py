@@ -97,6 +97,9 @@ class Fetched:
     last_modified: str | None = None
     not_modified: bool = False
     kept: bool = False
+    #: The requests the fetch sent, in order, each with its answer's status (``None``:
+    #: none came): more than one when robots.txt was redirected.
+    hops: tuple[tuple[str, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class RobotsFetcher:
             previous=previous,
         )
         first: Request | None = None
+        hops: list[tuple[str, int | None]] = []
         while True:
             time_left = plan.time_left(monotonic())
             request = self._robots_request(
@@ -163,20 +167,28 @@ class RobotsFetcher:
             if time_left <= 0:  # the redirects so far took all of RFC9309_TIMEOUT
                 self.stats.inc_value("rfc9309/exception_count/TimeoutError")
                 error = TimeoutError(f"no robots.txt within RFC9309_TIMEOUT ({config.timeout:g} s)")
-                return Fetched(plan.unreachable(monotonic()), plan.url, first, error)
+                return Fetched(
+                    plan.unreachable(monotonic()), plan.url, first, error, hops=tuple(hops)
+                )
             self.stats.inc_value("rfc9309/request_count")
+            hops.append((request.url, None))
             try:
                 response = await self.crawler.engine.download_async(request)
             except NETWORK_ERRORS as exc:
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
-                return Fetched(plan.unreachable(monotonic()), plan.url, first, exc)
+                return Fetched(
+                    plan.unreachable(monotonic()), plan.url, first, exc, hops=tuple(hops)
+                )
             except Exception as exc:  # a bug, not a site that is down
                 logger.error(
                     "Error fetching %s; treating it as unreachable", request, exc_info=True
                 )
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
-                return Fetched(plan.unreachable(monotonic()), plan.url, first, exc)
+                return Fetched(
+                    plan.unreachable(monotonic()), plan.url, first, exc, hops=tuple(hops)
+                )
             status = response.status
+            hops[-1] = (request.url, status)
             self.stats.inc_value(f"rfc9309/response_status_count/{status}")
             if status == 304 and revalidate is not None and request is first:
                 entry = config.policy.success(revalidate.robots, monotonic(), status)
@@ -184,6 +196,7 @@ class RobotsFetcher:
                     entry,
                     plan.url,
                     first,
+                    hops=tuple(hops),
                     body=revalidate.body,
                     etag=_header(response, b"ETag", revalidate.etag),
                     last_modified=_header(response, b"Last-Modified", revalidate.last_modified),
@@ -195,7 +208,7 @@ class RobotsFetcher:
                 if ended is None:
                     continue
                 self.stats.inc_value(f"rfc9309/{plan.failed_redirect}")
-                return Fetched(ended, plan.url, first)
+                return Fetched(ended, plan.url, first, hops=tuple(hops))
             if 200 <= status < 300:
                 body = response.body
                 entry = plan.response(status, await self._parse(response), monotonic())
@@ -203,12 +216,13 @@ class RobotsFetcher:
                     entry,
                     plan.url,
                     first,
+                    hops=tuple(hops),
                     body=body,
                     etag=_header(response, b"ETag"),
                     last_modified=_header(response, b"Last-Modified"),
                 )
             entry = self._retry_after(plan.response(status, None, monotonic()), response)
-            return Fetched(entry, plan.url, first)
+            return Fetched(entry, plan.url, first, hops=tuple(hops))
 
     def _retry_after(self, entry: RobotsEntry, response: Response) -> RobotsEntry:
         """With backing off on, a robots.txt answered "slow down" with a usable
