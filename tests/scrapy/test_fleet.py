@@ -163,9 +163,11 @@ def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_
     assert "/private/x" not in site.paths()
     assert site.count("/robots.txt") == 1  # one fetch for the fleet
     assert sum(s.get("fleet/robots_fetched", 0) for s in stats) == 1
-    # The others read it: the fleet's copy, or the one it keeps across restarts.
-    read = ("fleet/robots_shared", "rfc9309/persistent_hit")
+    # The others read it: the fleet's copy, or the one it keeps across restarts, and
+    # the close report says it came from this run, not an earlier crawl.
+    read = ("fleet/robots_shared", "rfc9309/this_run_hit")
     assert sum(s.get(name, 0) for s in stats for name in read) >= 1
+    assert sum(s.get("rfc9309/persistent_hit", 0) for s in stats) == 0
     # One copy in Redis: the one kept across restarts (locks let go of).
     stored = redis.Redis.from_url(fleet_redis).keys("rfc9309:robots*")
     assert stored == [f"rfc9309:robots-kept:{{127.0.0.1}}:{site.url}".encode()]
@@ -645,3 +647,19 @@ def test_a_process_killed_mid_crawl_loses_at_most_its_one_request_of_the_slow_ho
     pages = {hit.path for hit in site.hits if hit.path.startswith("/p/")}
     assert len(pages) >= 15, sorted(pages)  # 16 pages, at most 1 lost with the process
     assert min(page_gaps(site, robots_too=True)) >= 0.3
+
+
+def test_in_the_shared_queue_a_spent_budget_waits_for_no_crawl_delay(site, fleet_redis):
+    """robots.txt takes the day's one request: the 6 pages, each a Crawl-delay of 30 s
+    from the previous request, are dropped at once (3 minutes of waiting before)."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 30\n")
+    began = time.monotonic()
+    settings = fleet_settings(
+        fleet_redis,
+        SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+        DOMAINBUDGET_POLICY={"default_policy": {"max_requests_per_day": 1}},
+    )
+    [stats] = wait_all(start_fleet(settings, [f"{site.url}/p/{i}" for i in range(6)], 1))
+    assert time.monotonic() - began < 40  # not one Crawl-delay a page
+    assert site.paths() == ["/robots.txt"]
+    assert stats["domainbudget/dropped/max_requests_per_day"] == 6

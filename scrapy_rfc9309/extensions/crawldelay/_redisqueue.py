@@ -47,6 +47,7 @@ import asyncio
 import logging
 import ssl
 import uuid
+from collections import deque
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,7 @@ from scrapy.utils.request import request_from_dict
 
 from ..._redis import PipelinedRedis, RedisAddress, RedisReplyError
 from ..._settings import LEASE_MARGIN
+from ..._shared import offers
 from ._politeness import politeness
 from ._pqueue import HORIZON
 from ._waker import EngineWaker
@@ -317,6 +319,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             )
         }
         self._reported: set[str] = set()  # units without a floor, already said so
+        #: Requests whose domain's budget is spent: this process's budget middleware
+        #: drops them at once, so they are kept here, not shared, and never wait.
+        self._spent: deque[Request] = deque()
+        self._offers = offers(self.crawler)
         self._waker = EngineWaker(self.crawler)
         # What the last call said: no unit ready before then, and the requests left.
         self._none_before = 0.0
@@ -355,7 +361,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         now = self.politeness.now()
         if now - self._counted_at > COUNT_FRESH:
             self._count(self.server.get(self.keys[1]), now)
-        return self._left
+        return self._left + len(self._spent)
 
     def _count(self, count: Any, now: float) -> None:
         self._left, self._counted_at = int(count or 0), now
@@ -363,7 +369,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def push(self, request: Request) -> None:
         """Add *request* to its unit's list: through the pipelined asynchronous
         connection when there is one (the command is written at the event loop's
-        next turn, not waited for), else with a blocking call."""
+        next turn, not waited for), else with a blocking call.  A request whose
+        domain's budget is spent stays here: this process drops it at once."""
+        spent = self._offers.budget_spent
+        if spent is not None and spent(request):
+            self._spent.append(request)
+            return
         self._left += 1
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
@@ -437,6 +448,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
+        if self._spent:
+            return self._spent.popleft()
         self._start_listening()
         now = self.politeness.now()
         if now < self._none_before and not self._ends:
