@@ -303,6 +303,9 @@ class CrawlDelaySettings:
     ``FLEET_REDIS_URL`` and the Scrapy settings it reads), validated."""
 
     max_delay: float
+    #: Every this many seconds, one INFO line of what the units wait for (0: never):
+    #: Scrapy's ``LOGSTATS_INTERVAL`` unless ``CRAWLDELAY_LIVE_VIEW`` is off.
+    live_view_every: float
     #: What one floor spaces: ``"host"`` or ``"domain"`` (``CRAWLDELAY_UNIT``).
     unit: str
     fleet_url: str | None
@@ -334,8 +337,10 @@ class CrawlDelaySettings:
         robots = with_defaults(settings, ROBOTS_DEFAULTS)
         hop = max(settings.getfloat("DOWNLOAD_TIMEOUT"), robots.getfloat("RFC9309_TIMEOUT"))
         hops = robots.getint("RFC9309_MAX_REDIRECTS") + 1
+        live = flag(settings, "CRAWLDELAY_LIVE_VIEW")
         return cls(
             max_delay=max_delay,
+            live_view_every=number(settings, "LOGSTATS_INTERVAL", 0) if live else 0.0,
             stall_after=(hop + max(max_delay, default_delay)) * hops,
             unit=choice(settings, "CRAWLDELAY_UNIT", CRAWLDELAY_UNITS),
             fleet_url=fleet_url(settings),
@@ -436,6 +441,7 @@ CRAWLDELAY_DEFAULTS: dict[str, Any] = {
     "CRAWLDELAY_MAX_DELAY": 60,
     "CRAWLDELAY_UNIT": "host",
     "CRAWLDELAY_SITES": [],
+    "CRAWLDELAY_LIVE_VIEW": True,
 }
 
 PAGE_DEFAULTS: dict[str, Any] = {

@@ -74,6 +74,10 @@ class Offers:
         #: Called by the budget middleware when a domain's budget is first found
         #: spent: the queue hands out at once the requests it holds for it.
         self.on_budget_spent: list[Callable[[], None]] = []
+        #: How many domains' budgets are spent today, as far as this process saw.
+        self.budgets_spent: Callable[[], int] | None = None
+        #: How many robots.txt fetches are in flight (requests wait for each).
+        self.robots_fetching: Callable[[], int] | None = None
         #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
         self.robots: Any = None
         #: The Crawl-delay throttle, for its gate (``None`` while it is off).

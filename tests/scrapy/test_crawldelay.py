@@ -2,6 +2,7 @@
 are measured in the server's own request log.  Each test sends a handful of requests."""
 
 import itertools
+import logging
 
 import pytest_twisted
 from scrapy import signals
@@ -227,3 +228,20 @@ async def test_requests_waiting_for_a_crawl_delay_leave_the_other_hosts_their_co
     # Most go while the slow site's first page waits its turn (holding the places,
     # one at most would); a count, so that a loaded machine cannot fail it.
     assert sum(start < slow[0] for start in fast) >= 6
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_live_view_says_what_the_units_wait_for_and_is_off_with_one_setting(site, caplog):
+    robots(site, b"User-agent: *\nCrawl-delay: 1\n")
+    settings = {"ADDONS": {"scrapy_rfc9309.Addon": 500}, "LOGSTATS_INTERVAL": 0.4}
+    with caplog.at_level(logging.INFO):
+        crawler = await crawl(pages(site, 3), **settings)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Politeness:")]
+    assert lines, "no live view line"
+    # A page waited for its Crawl-delay while the others were queued.
+    assert any("1 waiting for a Crawl-delay" in line for line in lines), lines
+    assert crawler.stats.get_value("crawldelay/units_spaced") is not None
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        await crawl(pages(site, 2), CRAWLDELAY_LIVE_VIEW=False, **settings)
+    assert not [r for r in caplog.records if r.getMessage().startswith("Politeness:")]

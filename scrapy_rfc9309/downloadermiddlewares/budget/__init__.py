@@ -64,6 +64,7 @@ class DomainBudgetMiddleware:
         self._offers = offers(crawler)
         self._offers.budget_refusal = self.refusal
         self._offers.budget_spent = self.spent
+        self._offers.budgets_spent = self.spent_today
         crawler.signals.connect(self._check_storage, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -121,6 +122,11 @@ class DomainBudgetMiddleware:
             self._spent.discard((limits.key, day))
             return
         raise IgnoreRequest(self._refused(limits, day, result))
+
+    def spent_today(self) -> int:
+        """How many domains were found spent today."""
+        day = day_of(unix_time(), self.tz)
+        return sum(1 for _, spent_on in self._spent if spent_on == day)
 
     def spent(self, request: Request) -> bool:
         """Whether *request*'s domain was found spent today (a memory, not a read)."""

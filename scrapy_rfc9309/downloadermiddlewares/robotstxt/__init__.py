@@ -109,6 +109,7 @@ class RobotsTxtMiddleware:
         self.report = RobotsReport()
         self._offers = offers(crawler)
         self._offers.robots_refuses = self.refuses
+        self._offers.robots_fetching = self._waiters.__len__
         self._offers.robots = self
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         for mistake in token_mistakes(crawler.settings) + use_mistakes(self.config.content_uses):

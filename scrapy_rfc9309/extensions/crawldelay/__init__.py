@@ -107,6 +107,9 @@ class CrawlDelayThrottle:
         self._max_hold = max(backoff.max_retry_after, backoff.maximum) if backoff else 0.0
         self._stalled: set[str] = set()  # authorities whose stall was logged
         self._watch: AsyncioLoopingCall | LoopingCall | None = None
+        self._live_view_every = config.live_view_every
+        self._live_view: AsyncioLoopingCall | LoopingCall | None = None
+        self._offers = offers(crawler)
         logger.info(
             "Crawl-delay throttle: requests to a %s at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
@@ -236,15 +239,73 @@ class CrawlDelayThrottle:
             return
         self._watch = create_looping_call(self._look_for_stalls)
         self._watch.start(self.WATCH_INTERVAL, now=False)
+        if self._live_view_every:
+            self._live_view = create_looping_call(self.log_live_view)
+            self._live_view.start(self._live_view_every, now=False)
         if self._fleet is not None and self._backoff is not None:
             self._holds_poll = create_looping_call(self._poll_fleet_holds)
             self._holds_poll.start(self.HOLDS_POLL_INTERVAL, now=False)
         self.crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
     def _engine_stopped(self) -> None:
-        for call in (self._holds_poll, self._watch):
+        for call in (self._holds_poll, self._watch, self._live_view):
             if call is not None and call.running:
                 call.stop()
+
+    # -- what the units wait for -----------------------------------------
+
+    def live_view(self) -> dict[str, float]:
+        """What the units with requests waiting in this process wait for, as stats:
+        ``crawldelay/units_ready``, ``/units_in_progress``, ``/units_spaced`` (and
+        ``/longest_wait``, seconds), ``/units_held`` (and ``/held_for``, seconds
+        left of the longest hold), ``/robots_pending`` (robots.txt fetches in flight
+        or being read); ``domainbudget/domains_spent`` (today)."""
+        polite = self.politeness
+        now = polite.now()
+        counts = dict.fromkeys(("ready", "in progress", "spaced", "held"), 0)
+        longest, held_for, reading = 0.0, 0.0, 0
+        for key in polite.units_with_work():
+            state = polite.state(key)
+            if state == "robots.txt being read":
+                reading += 1
+                continue
+            counts[state] += 1
+            if state == "spaced":
+                longest = max(longest, polite.ready_at(key) - now)
+            elif state == "held":
+                held_for = max(held_for, polite.held_until(key) - now)
+        fetching = self._offers.robots_fetching
+        spent = self._offers.budgets_spent
+        return {
+            "crawldelay/units_ready": counts["ready"],
+            "crawldelay/units_in_progress": counts["in progress"],
+            "crawldelay/units_spaced": counts["spaced"],
+            "crawldelay/longest_wait": round(longest, 1),
+            "crawldelay/units_held": counts["held"],
+            "crawldelay/held_for": round(held_for, 1),
+            "crawldelay/robots_pending": reading + (fetching() if fetching else 0),
+            "domainbudget/domains_spent": spent() if spent else 0,
+        }
+
+    def log_live_view(self) -> None:
+        """One INFO line (every ``LOGSTATS_INTERVAL``, as Scrapy's own stats line) of
+        what the units wait for; the same figures in the crawl's stats."""
+        view = self.live_view()
+        for name, value in view.items():
+            self.stats.set_value(name, value)
+        logger.info(
+            "Politeness: %d units ready, %d in progress, %d waiting for a Crawl-delay "
+            "(longest %.0f s more), %d held after a 429/503 (for %.0f s more), %d "
+            "robots.txt pending, %d daily budgets spent",
+            view["crawldelay/units_ready"],
+            view["crawldelay/units_in_progress"],
+            view["crawldelay/units_spaced"],
+            view["crawldelay/longest_wait"],
+            view["crawldelay/units_held"],
+            view["crawldelay/held_for"],
+            view["crawldelay/robots_pending"],
+            view["domainbudget/domains_spent"],
+        )
 
     # -- stalls -----------------------------------------------------------
 

@@ -47,7 +47,7 @@ import itertools
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -123,6 +123,8 @@ class Politeness:
         self._waiters: dict[str, asyncio.Future[None]] = {}
         #: Since when a request of each unit has waited in the gate for its turn.
         self.waiting_since: dict[str, float] = {}
+        #: The units each queue holds requests of (for the live view).
+        self.queued_units: list[Callable[[], Iterable[str]]] = []
         # Requests a queue handed out, until they are done: unit key by request.
         self._released: dict[Request, str] = {}
         self.out: dict[str, int] = {}  # unit key -> released requests not yet done
@@ -190,6 +192,13 @@ class Politeness:
         if last is not None and last + self.floor(key) > now:
             return "spaced"
         return "ready"
+
+    def units_with_work(self) -> set[str]:
+        """The units with requests waiting here: in the queues, or in the gate."""
+        units = set(self.waiting_since)
+        for queued in self.queued_units:
+            units.update(queued())
+        return units
 
     def reading_since(self) -> dict[str, float]:
         """Since when each robots.txt being read has waited for its decision, by

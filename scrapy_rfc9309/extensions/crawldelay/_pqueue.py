@@ -113,6 +113,7 @@ class HostReadyPriorityQueue:
         concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
         self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
+        self.politeness.queued_units.append(self.queues.keys)
         self._size = 0
         self._order = itertools.count()
         self._heap: list[tuple[float, int, str]] = []  # (ready at, order, unit key)
