@@ -118,9 +118,12 @@ def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site
     settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **QUEUES[queue])
     assert stop_while_waiting(site, settings, urls) < 10
     assert pages(site) == ["/p/0"]
-    resume(settings, urls)
+    resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
     assert sorted(pages(site)) == ["/p/0", "/p/1"]  # none lost, none twice
     assert "/robots.txt" not in site.paths()  # the kept copy, both times
+    # The request kept is the one scheduled: the resumed crawl's own User-Agent, not
+    # the one the stopped crawl's middlewares had added.
+    assert [hit.user_agent for hit in site.hits] == ["TestBot/1.0", "TestBot/2.0"]
 
 
 def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_path, redis_server):
@@ -138,8 +141,9 @@ def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_
     )
     assert stop_while_waiting(site, settings, urls) < 10
     assert pages(site) == ["/p/0"]
-    resume(settings, urls)
+    resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
     assert sorted(pages(site)) == ["/p/0", "/p/1"]
+    assert [hit.user_agent for hit in site.hits] == ["TestBot/1.0", "TestBot/2.0"]
 
 
 @pytest.mark.parametrize("queue", list(QUEUES))

@@ -58,6 +58,9 @@ META_EARLY = "crawldelay_early"
 NETWORK_SCHEMES = frozenset({"http", "https", "ftp", "s3"})
 #: Request.meta key: the gate handed the request back to the scheduler once already.
 META_REQUEUED = "crawldelay_requeued"
+#: Request.meta key: the names of the headers a request had when it was scheduled
+#: (absent: none), so that a copy handed back carries those only.
+META_OWN_HEADERS = "crawldelay_own_headers"
 #: A request waiting here looks this often (seconds) whether the engine still takes
 #: requests: when it does not (the crawl is stopping), a request that would wait
 #: longer is handed back to the scheduler, so a stop is prompt whatever the floors
@@ -85,6 +88,7 @@ class CrawlDelayGate:
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
         throttle.gate_enabled = True
+        crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
@@ -200,13 +204,22 @@ class CrawlDelayGate:
             self.stats.inc_value("crawldelay/handed_back")
             raise _HandBack
 
+    def _scheduled(self, request: Request, spider: Any = None) -> None:
+        if request.headers:
+            request.meta[META_OWN_HEADERS] = [name.decode("latin-1") for name in request.headers]
+
     def _requeue(self, request: Request) -> Request:
         """A copy of *request* for the scheduler, which hands it out when its unit is
-        ready; *request* itself is done."""
+        ready; *request* itself is done.  The copy has the headers the request was
+        scheduled with, not those this process's middlewares added (its
+        ``User-Agent``, ``Cookie``, ``Authorization``, ``Proxy-Authorization``): in
+        a shared queue another process may send it, with ``JOBDIR`` another crawl."""
         self.politeness.finished(request, reached=False)
         self.stats.inc_value("crawldelay/requeued")
         meta = {**request.meta, META_REQUEUED: True}
-        return request.replace(dont_filter=True, meta=meta)
+        own = {name.encode("latin-1") for name in meta.get(META_OWN_HEADERS, ())}
+        headers = {name: values for name, values in request.headers.items() if name in own}
+        return request.replace(dont_filter=True, meta=meta, headers=headers)
 
     def process_response(
         self, request: Request, response: Response, spider: Any = None
