@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -475,11 +475,43 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
     return copy
 
 
+def fleet_off(value: Any) -> bool:
+    """Whether a ``FLEET_REDIS_URL`` value says "no fleet": ``False`` (or ``-s
+    FLEET_REDIS_URL=False``), ``0``, empty."""
+    return value is False or (isinstance(value, (str, int)) and str(value).lower() in FALSE_WORDS)
+
+
+FALSE_WORDS = frozenset({"false", "0", "", "none", "no", "off"})
+
+
+def scrapy_redis_url(settings: BaseSettings) -> str | None:
+    """The Redis scrapy-redis's scheduler uses, as a URL, when ``SCHEDULER`` is
+    scrapy-redis's: ``REDIS_URL``, else ``REDIS_HOST`` / ``REDIS_PORT`` /
+    ``REDIS_DB`` and ``REDIS_PARAMS``, read as scrapy-redis reads them (the named
+    settings win over ``REDIS_PARAMS``; ``localhost:6379`` by default)."""
+    if "scrapy_redis" not in str(settings.get("SCHEDULER") or ""):
+        return None
+    params = dict(settings.getdict("REDIS_PARAMS"))
+    for name, param in (("REDIS_URL", "url"), ("REDIS_HOST", "host"), ("REDIS_PORT", "port")):
+        if settings.get(name):
+            params[param] = settings.get(name)
+    if settings.get("REDIS_DB") not in (None, ""):
+        params["db"] = settings.get("REDIS_DB")
+    if params.get("url"):
+        return str(params["url"])
+    scheme = "rediss" if params.get("ssl") else "redis"
+    user = quote(str(params.get("username") or ""), safe="")
+    password = quote(str(params.get("password") or ""), safe="")
+    login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = params.get("host") or "localhost"
+    return f"{scheme}://{login}{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
+
+
 def fleet_url(settings: BaseSettings) -> str | None:
     """``FLEET_REDIS_URL``, checked: a Redis URL the fleet client takes, and the asyncio
-    reactor it runs on; ``None`` when unset (no fleet)."""
+    reactor it runs on; ``None`` when unset or off (no fleet)."""
     url = settings.get("FLEET_REDIS_URL")
-    if not url:
+    if url is None or fleet_off(url):
         return None
     if not isinstance(url, str) or address_from_url(url) is None:
         raise SettingError(
@@ -595,14 +627,12 @@ def mistakes(settings: BaseSettings) -> list[str]:
             "the Crawl-delay throttle, so no host is held on 429/503; set "
             "CRAWLDELAY_ENABLED = True"
         )
-    if "scrapy_redis" in str(settings.get("SCHEDULER") or "") and not settings.get(
-        "FLEET_REDIS_URL"
-    ):
+    if scrapy_redis_url(settings) is not None and settings.get("FLEET_REDIS_URL") is None:
         found.append(
             "SCHEDULER is scrapy-redis's but FLEET_REDIS_URL is not set: each process is "
             "polite alone (Crawl-delay spacing, backoff holds and robots.txt are not shared, "
             "so N processes may send N times the Crawl-delay's rate); set FLEET_REDIS_URL to "
-            "the fleet's Redis"
+            "the fleet's Redis (the add-on sets it to scrapy-redis's own)"
         )
     for name in sorted(settings.attributes):
         if name.startswith(_PREFIXES) and name not in KNOWN_SETTINGS:

@@ -10,8 +10,11 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builti
 from ._settings import (
     deliberate,
     flag,
+    fleet_off,
     mistakes,
+    redacted_url,
     report_configuration_errors_in_one_line,
+    scrapy_redis_url,
     source,
 )
 from .downloadermiddlewares.budget import DomainBudgetMiddleware
@@ -47,6 +50,8 @@ PAGE_DIRECTIVES_ORDER = 550
 
 #: The scheduler priority queue that releases a request only when its host is ready.
 HOST_READY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
+#: Its twin for a fleet's shared scrapy-redis queue.
+HOST_READY_REDIS_QUEUE = "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"
 
 
 class Addon:
@@ -79,6 +84,7 @@ class Addon:
         settings.set("BACKOFF_ENABLED", True, priority="addon")
         if flag(settings, "CRAWLDELAY_ENABLED"):
             settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
+        self._share_with_scrapy_redis(settings)
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
         if not flag(settings, "ROBOTSTXT_OBEY") and deliberate(settings, "ROBOTSTXT_OBEY"):
@@ -86,3 +92,33 @@ class Addon:
                 "scrapy_rfc9309: ROBOTSTXT_OBEY is False (%s): robots.txt is not obeyed",
                 source(settings, "ROBOTSTXT_OBEY"),
             )
+
+    @staticmethod
+    def _share_with_scrapy_redis(settings: BaseSettings) -> None:
+        """With scrapy-redis's scheduler, a fleet: share spacing, holds and robots.txt
+        through the Redis scrapy-redis uses, unless ``FLEET_REDIS_URL`` says otherwise,
+        and hand out requests from it by readiness (``HostReadyRedisQueue``) unless
+        the project chose its ``SCHEDULER_QUEUE_CLASS``."""
+        shared = scrapy_redis_url(settings)
+        if shared is None:
+            return
+        fleet = settings.get("FLEET_REDIS_URL")
+        if fleet is not None and fleet_off(fleet):
+            logger.info(
+                "scrapy_rfc9309: FLEET_REDIS_URL = False: each process of this scrapy-redis "
+                "fleet is polite alone (spacing, holds and robots.txt not shared)"
+            )
+            return
+        if fleet is None:
+            settings.set("FLEET_REDIS_URL", shared, priority="addon")
+        if flag(settings, "CRAWLDELAY_ENABLED"):
+            settings.set("SCHEDULER_QUEUE_CLASS", HOST_READY_REDIS_QUEUE, priority="addon")
+        logger.info(
+            "scrapy_rfc9309: scrapy-redis's scheduler: spacing, holds and robots.txt are "
+            "shared by the fleet through %s%s; queue: %s",
+            redacted_url(str(settings.get("FLEET_REDIS_URL"))),
+            " (scrapy-redis's Redis; FLEET_REDIS_URL = False keeps them per process)"
+            if fleet is None
+            else "",
+            settings.get("SCHEDULER_QUEUE_CLASS") or "scrapy-redis's default",
+        )

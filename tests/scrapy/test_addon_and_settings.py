@@ -154,3 +154,52 @@ async def test_robots_bodies_are_never_decoded_whole_or_the_crawl_does_not_start
     with pytest.raises(SettingError, match=f"DOWNLOADER_MIDDLEWARES: .*{message}"):
         await crawl([site.url + "/a"], DOWNLOADER_MIDDLEWARES=middlewares)
     assert site.paths() == []
+
+
+@pytest.mark.parametrize(
+    ("values", "url"),
+    [
+        ({"REDIS_URL": "redis://r:6380/2"}, "redis://r:6380/2"),
+        ({}, "redis://localhost:6379/0"),
+        ({"REDIS_HOST": "r", "REDIS_PORT": 7000, "REDIS_DB": 3}, "redis://r:7000/3"),
+        (
+            {"REDIS_PARAMS": {"host": "r", "password": "p@ss", "ssl": True, "db": 1}},
+            "rediss://:p%40ss@r:6379/1",
+        ),
+        (
+            {"REDIS_PARAMS": {"url": "unix:///tmp/r.sock"}, "REDIS_HOST": "ignored"},
+            "unix:///tmp/r.sock",
+        ),
+    ],
+)
+def test_the_fleet_redis_is_scrapy_redis_own_as_scrapy_redis_reads_its_settings(values, url):
+    from scrapy_rfc9309._settings import scrapy_redis_url
+
+    settings = Settings({"SCHEDULER": "scrapy_redis.scheduler.Scheduler", **values})
+    assert scrapy_redis_url(settings) == url
+    assert scrapy_redis_url(Settings(values)) is None  # not scrapy-redis's scheduler
+
+
+def test_the_addon_shares_politeness_through_scrapy_redis_unless_told_not_to():
+    from scrapy.utils.test import get_crawler
+
+    scrapy_redis = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler", "REDIS_URL": "redis://r/1"}
+    settings = get_crawler(
+        settings_dict={"ADDONS": {"scrapy_rfc9309.Addon": 500}, **scrapy_redis}
+    ).settings
+    assert settings["FLEET_REDIS_URL"] == "redis://r/1"
+    assert settings["SCHEDULER_QUEUE_CLASS"] == "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"
+    own_queue = {**scrapy_redis, "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.FifoQueue"}
+    settings = get_crawler(
+        settings_dict={"ADDONS": {"scrapy_rfc9309.Addon": 500}, **own_queue}
+    ).settings
+    assert settings["SCHEDULER_QUEUE_CLASS"] == "scrapy_redis.queue.FifoQueue"
+    settings = get_crawler(
+        settings_dict={
+            "ADDONS": {"scrapy_rfc9309.Addon": 500},
+            "FLEET_REDIS_URL": False,
+            **scrapy_redis,
+        }
+    ).settings
+    assert settings["FLEET_REDIS_URL"] is False
+    assert settings.get("SCHEDULER_QUEUE_CLASS") is None

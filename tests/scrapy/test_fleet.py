@@ -379,18 +379,42 @@ def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polit
     assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) >= 4  # before the stop
 
 
-def test_without_the_fleet_setting_each_process_keeps_the_delay_alone(site, fleet_redis):
-    """The same fleet without FLEET_REDIS_URL: the site sees requests closer than its
-    Crawl-delay (what the fleet setting is for)."""
+def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fleet_redis):
+    """No FLEET_REDIS_URL: the add-on shares politeness through scrapy-redis's own
+    Redis (REDIS_URL), and hands requests out by readiness from it."""
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
+    urls = [f"{site.url}/p/{i}" for i in range(12)]
+    settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
+    del settings["FLEET_REDIS_URL"]
+    logs: list[str] = []
+    wait_all(start_fleet(settings, urls), logs=logs)
+    assert len(page_gaps(site)) == 11
+    assert min(page_gaps(site, robots_too=True)) >= 0.95 * CRAWL_DELAY
+    assert site.count("/robots.txt") == 1
+    for log in logs:
+        assert "shared by the fleet through redis://127.0.0.1" in log
+        assert "(scrapy-redis's Redis; FLEET_REDIS_URL = False keeps them per process)" in log
+        assert "queue: scrapy_rfc9309.redisqueue.HostReadyRedisQueue" in log
+
+
+def test_with_fleet_redis_url_false_each_process_keeps_the_delay_alone(site, fleet_redis):
+    """The same fleet with FLEET_REDIS_URL = False: the site sees requests closer than
+    its Crawl-delay (what sharing is for), and the log says why."""
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
     urls = [f"{site.url}/p/{i}" for i in range(24)]
     # Two requests in hand a process: one process cannot take every page while the
     # others wait for their engine's heartbeat to pull start URLs.
     settings = fleet_settings(
-        fleet_redis, FLEET_REDIS_URL=None, DOMAINBUDGET_ENABLED=False, CONCURRENT_REQUESTS=2
+        fleet_redis,
+        FLEET_REDIS_URL=False,
+        DOMAINBUDGET_ENABLED=False,
+        CONCURRENT_REQUESTS=2,
+        LOG_LEVEL="INFO",
     )
-    wait_all(start_fleet(settings, urls))
+    logs: list[str] = []
+    wait_all(start_fleet(settings, urls), logs=logs)
     assert min(page_gaps(site)) < 0.95 * CRAWL_DELAY
+    assert all("FLEET_REDIS_URL = False: each process" in log for log in logs)
 
 
 def test_a_slow_host_leaves_the_fleet_its_concurrency_for_a_fast_one(site, other_site, fleet_redis):
