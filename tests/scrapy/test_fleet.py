@@ -41,6 +41,9 @@ def fleet_settings(redis_url, **extra):
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "SCHEDULER_PERSIST": True,  # else the first process to close deletes the queue
+        # scrapy-redis's own queue, unless a test names another (the add-on's default
+        # with scrapy-redis is the host-ready queue: see the polite-by-default test).
+        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
         "REDIS_URL": redis_url,
         "FLEET_REDIS_URL": redis_url,
         "DOMAINBUDGET_ENABLED": True,
@@ -385,7 +388,7 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
     urls = [f"{site.url}/p/{i}" for i in range(12)]
     settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
-    del settings["FLEET_REDIS_URL"]
+    del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
     logs: list[str] = []
     wait_all(start_fleet(settings, urls), logs=logs)
     assert len(page_gaps(site)) == 11
@@ -687,3 +690,33 @@ def test_in_the_shared_queue_a_spent_budget_waits_for_no_crawl_delay(site, fleet
     assert time.monotonic() - began < 40  # not one Crawl-delay a page
     assert site.paths() == ["/robots.txt"]
     assert stats["domainbudget/dropped/max_requests_per_day"] == 6
+
+
+def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_urls(
+    site, fleet_redis
+):
+    """Its start requests reach Redis through pipelined pushes: until they do, the
+    queue counts them, and the crawl is not idle (it closed at once, nothing sent)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False)
+    del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]  # the add-on's
+    crawl = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.crawl_process",
+            "--dedupe",
+            json.dumps(settings),
+            *(f"{site.url}/p/{i}" for i in range(3)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert crawl.returncode == 0, crawl.stderr[-3000:]
+    assert sorted(path for path in site.paths() if path.startswith("/p/")) == [
+        "/p/0",
+        "/p/1",
+        "/p/2",
+    ]

@@ -138,6 +138,9 @@ def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_
         DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
         SCHEDULER_PERSIST=True,
         REDIS_URL=url,
+        # scrapy-redis's own queue, from which a request waits in the gate (the
+        # add-on's shared queue keeps it in Redis until its unit is ready).
+        FLEET_REDIS_URL=False,
     )
     assert stop_while_waiting(site, settings, urls) < 10
     assert pages(site) == ["/p/0"]

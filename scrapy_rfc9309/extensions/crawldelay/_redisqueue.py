@@ -333,6 +333,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends: list[tuple[str, float, bool, float]] = []
         self._client = _async_client(server)
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
+        self._pushing = 0  # pushes sent, not yet answered
         self._warned = False
         # Waiting on the wake list takes a connection of its own.
         self._listener: asyncio.Task[None] | None = None
@@ -361,7 +362,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         now = self.politeness.now()
         if now - self._counted_at > COUNT_FRESH:
             self._count(self.server.get(self.keys[1]), now)
-        return self._left + len(self._spent)
+        # Pushes still on their way count too: a crawl whose start requests are not
+        # in Redis yet is not idle.
+        return self._left + self._pushing + len(self._spent)
 
     def _count(self, count: Any, now: float) -> None:
         self._left, self._counted_at = int(count or 0), now
@@ -380,6 +383,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [unit, encoded]
         if self._client is not None and _loop_running():
+            self._pushing += 1
             self._in_background(self._pushed(args))
             return
         self._none_before = 0.0  # its unit may be ready now
@@ -391,6 +395,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
             self._call("push", args)  # raises if Redis is gone
+        finally:
+            self._pushing -= 1
         # Its unit may be ready now; the engine's pop when the request was scheduled
         # came before the push reached Redis: it asks again.
         self._look_at(self.politeness.now())
