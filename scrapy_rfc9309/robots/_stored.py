@@ -38,6 +38,11 @@ from ..fleet import authority_key, fleet_client
 KEEP_FOR = 30 * 86400.0
 #: The schema version of a store; a store of another version is emptied.
 SCHEMA_VERSION = 1
+#: Records kept are written together this long after the first of them (seconds),
+#: or once this many wait: one transaction, not one a host (a broad crawl's new
+#: hosts come by the hundred a second).
+WRITE_AFTER = 1.0
+WRITE_BATCH = 256
 
 _T = TypeVar("_T")
 
@@ -82,9 +87,22 @@ class SQLiteRobotsStore:
     A file that is not an SQLite database, or is damaged, is moved aside (to
     ``<path>.corrupt``) and a new one made: :attr:`replaced` then says why.
 
-    :meth:`put` queues the write and returns: a read queued after it sees it.  A write
-    that fails makes every later call, :meth:`close` included, raise its
-    :class:`StoreError`.  :meth:`close` returns once the queued writes are done.
+    What a new host costs is kept small (a broad crawl meets thousands):
+
+    * the authorities the file holds are read once, in one query, at the first
+      :meth:`get`; an authority not among them (nor written since) is answered
+      ``None`` at once, without a trip to the store's thread;
+    * :meth:`put` keeps the record in memory and returns; the records are written
+      together, in one transaction, :data:`WRITE_AFTER` seconds after the first of
+      them or once :data:`WRITE_BATCH` wait (a process killed meanwhile loses at most
+      those); a :meth:`get` meanwhile answers from memory;
+    * the :meth:`get` calls of one turn of the event loop are read in one query.
+
+    A file shared by several processes on one machine: each reads which authorities
+    it holds when it starts; a copy another process keeps later is not seen (that
+    process's fetch is done again, once).  A write that fails makes every later
+    call, :meth:`close` included, raise its :class:`StoreError`.  :meth:`close`
+    returns once every record is written.
     """
 
     _SCHEMA = (
@@ -103,6 +121,13 @@ class SQLiteRobotsStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rfc9309-robots")
         self._connection: sqlite3.Connection | None = None
         self._write_error: StoreError | None = None  # set on the worker thread
+        self._known: set[str] | None = None  # the authorities the file holds
+        self._added: set[str] = set()  # kept before those were read
+        self._loading: asyncio.Future[set[str]] | None = None
+        self._unwritten: dict[str, StoredRobots] = {}  # kept, not yet sent to be written
+        self._writing: dict[str, StoredRobots] = {}  # sent, not yet written
+        self._write_timer: asyncio.TimerHandle | None = None
+        self._reads: dict[str, asyncio.Future[StoredRobots | None]] = {}
 
     async def _run(self, call: Callable[[], _T]) -> _T:
         return await asyncio.wrap_future(self._submit(self._guarded, call))
@@ -157,15 +182,66 @@ class SQLiteRobotsStore:
         self.replaced = f"{exc}; moved to {self.path}.corrupt"
 
     async def get(self, authority: str) -> StoredRobots | None:
-        return await self._run(lambda: self._get(authority))
-
-    def _get(self, authority: str) -> StoredRobots | None:
-        assert self._connection is not None
-        row = self._connection.execute(
-            f"SELECT {self._COLUMNS} FROM robots WHERE authority = ?", (authority,)
-        ).fetchone()
-        if row is None:
+        self._raise_write_error()
+        if self._known is None:
+            await self._load_known()
+        assert self._known is not None
+        unwritten = self._unwritten.get(authority) or self._writing.get(authority)
+        if unwritten is not None:
+            return unwritten
+        if authority not in self._known:
             return None
+        read = self._reads.get(authority)
+        if read is None:
+            if not self._reads:  # the first of this turn: read them all at its end
+                asyncio.get_running_loop().call_soon(self._read_batch)
+            read = self._reads[authority] = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(read)
+
+    async def _load_known(self) -> None:
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._run(self._authorities))
+        loaded = await asyncio.shield(self._loading)
+        if self._known is None:
+            self._known, self._added = loaded | self._added, set()
+
+    def _authorities(self) -> set[str]:
+        assert self._connection is not None
+        return {row[0] for row in self._connection.execute("SELECT authority FROM robots")}
+
+    def _read_batch(self) -> None:
+        reads, self._reads = self._reads, {}
+        future = asyncio.ensure_future(self._run(lambda: self._get_many(list(reads))))
+
+        def done(future: asyncio.Future[dict[str, StoredRobots | None]]) -> None:
+            for authority, read in reads.items():
+                if read.done():
+                    continue
+                if future.exception() is not None:
+                    read.set_exception(future.exception())  # type: ignore[arg-type]
+                else:
+                    read.set_result(future.result().get(authority))
+
+        future.add_done_callback(done)
+
+    def _get_many(self, authorities: list[str]) -> dict[str, StoredRobots | None]:
+        """The records of *authorities*, in one query a few hundred at a time;
+        those that do not read back as written are deleted."""
+        assert self._connection is not None
+        found: dict[str, StoredRobots | None] = {}
+        for start in range(0, len(authorities), 500):
+            chunk = authorities[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._connection.execute(
+                f"SELECT authority, {self._COLUMNS} FROM robots WHERE authority IN ({marks})",
+                chunk,
+            )
+            for authority, *row in rows:
+                found[authority] = self._record(authority, row)
+        return found
+
+    def _record(self, authority: str, row: list[Any]) -> StoredRobots | None:
+        assert self._connection is not None
         outcome, status, body, digest, fetched_at, ttl, etag, modified, reason = row
         try:
             record = StoredRobots(
@@ -179,36 +255,64 @@ class SQLiteRobotsStore:
         return record
 
     async def put(self, authority: str, record: StoredRobots) -> None:
-        # Not awaited: a hop back to the event loop for each site cost more CPU than
-        # the statement itself.
-        self._submit(self._write, authority, record)
+        """Keep *record*; it is written with the others of the next batch."""
+        self._raise_write_error()
+        self._unwritten[authority] = record
+        (self._known if self._known is not None else self._added).add(authority)
+        if len(self._unwritten) >= WRITE_BATCH:
+            self._write_unwritten()
+        elif self._write_timer is None:
+            loop = asyncio.get_running_loop()
+            self._write_timer = loop.call_later(WRITE_AFTER, self._write_unwritten)
 
-    def _write(self, authority: str, record: StoredRobots) -> None:
+    def _write_unwritten(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        if not self._unwritten:
+            return
+        batch, self._unwritten = self._unwritten, {}
+        self._writing.update(batch)  # answered from memory until the file has them
+        future = self._submit(self._write, batch)
+        loop = asyncio.get_running_loop()
+        future.add_done_callback(lambda _: _call_soon(loop, self._written, batch))
+
+    def _written(self, batch: dict[str, StoredRobots]) -> None:
+        for authority, record in batch.items():
+            if self._writing.get(authority) is record:
+                del self._writing[authority]
+
+    def _write(self, batch: dict[str, StoredRobots]) -> None:
         if self._write_error is not None:
             return
         try:
-            self._guarded(lambda: self._put(authority, record))
+            self._guarded(lambda: self._put_many(batch))
         except StoreError as exc:
             self._write_error = exc
 
-    def _put(self, authority: str, record: StoredRobots) -> None:
+    def _put_many(self, batch: dict[str, StoredRobots]) -> None:
         assert self._connection is not None
-        self._connection.execute(
-            f"INSERT OR REPLACE INTO robots (authority, {self._COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                authority,
-                record.outcome,
-                record.status,
-                record.body,
-                record.digest(),
-                record.fetched_at,
-                record.ttl,
-                record.etag,
-                record.last_modified,
-                record.reason,
-            ),
-        )
+        with self._connection:  # one transaction
+            self._connection.execute("BEGIN")
+            self._connection.executemany(
+                f"INSERT OR REPLACE INTO robots (authority, {self._COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        authority,
+                        record.outcome,
+                        record.status,
+                        record.body,
+                        record.digest(),
+                        record.fetched_at,
+                        record.ttl,
+                        record.etag,
+                        record.last_modified,
+                        record.reason,
+                    )
+                    for authority, record in batch.items()
+                ],
+            )
 
     def _close_connection(self) -> None:
         if self._connection is not None:
@@ -217,13 +321,21 @@ class SQLiteRobotsStore:
             self._connection = None
 
     async def close(self) -> None:
-        """Close the file once the queued statements are done; raise the
-        :class:`StoreError` of a write that failed."""
+        """Write what is unwritten, close the file once the queued statements are
+        done; raise the :class:`StoreError` of a write that failed."""
+        with contextlib.suppress(StoreError):  # raised below
+            self._write_unwritten()
         try:
             await asyncio.wrap_future(self._executor.submit(self._close_connection))
         finally:
             self._executor.shutdown(wait=False)
         self._raise_write_error()
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, call: Callable[..., Any], *args: Any) -> None:
+    """*call* on *loop*'s thread (from the store's), unless the loop is closed."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(call, *args)
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:

@@ -4,13 +4,13 @@ concurrent reads and writes get, against a real file."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import time
 
 import pytest_twisted
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots, StoreError
+from scrapy_rfc9309.robots._stored import WRITE_AFTER
 
 from ..helpers import REFUSE_ROBOTS_WRITES, on_loop
 
@@ -109,9 +109,9 @@ async def test_a_failed_write_is_raised_by_the_next_call_and_by_close(tmp_path):
             db.execute(REFUSE_ROBOTS_WRITES)
         store = SQLiteRobotsStore(path, 1000, time.time)
         said: list[str] = []
-        await store.put("https://a.example", record(b"x"))  # queued: no error yet
-        with contextlib.suppress(StoreError):  # queued after the write: it has run
-            await store.get("https://a.example")
+        await store.put("https://a.example", record(b"x"))  # kept: no error yet
+        assert await store.get("https://a.example") == record(b"x")  # from memory
+        await asyncio.sleep(WRITE_AFTER + 0.5)  # written with its batch: it failed
         for call in (
             lambda: store.get("https://b.example"),
             lambda: store.put("https://b.example", record(b"y")),
@@ -152,3 +152,36 @@ async def test_a_damaged_row_reads_as_missing_and_is_deleted(tmp_path):
     assert damaged is None
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT authority FROM robots").fetchall() == [("https://a.example",)]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_new_authority_costs_no_read_and_kept_records_are_written_in_batches(tmp_path):
+    """The authorities the file holds are read once: one not among them is answered
+    at once; records are written together, and a restart reads them back."""
+    path = tmp_path / "robots.sqlite"
+
+    async def crawl() -> tuple[int, int, list[StoredRobots | None]]:
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        await store.put("https://kept.example", record(b"k"))
+        await store.close()
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        statements: list[str] = []
+        assert await store.get("https://kept.example") == record(b"k")
+        connection = store._connection
+        assert connection is not None  # traced on the store's thread, where it is used
+        await store._run(lambda: connection.set_trace_callback(statements.append))
+        for number in range(300):  # new hosts: no statement, then one batch of writes
+            assert await store.get(f"https://new{number}.example") is None
+            await store.put(f"https://new{number}.example", record(b"n"))
+        reads = sum(text.startswith("SELECT") for text in statements)
+        await store.close()
+        writes = sum(text.startswith("INSERT") for text in statements)
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        found = await asyncio.gather(*(store.get(f"https://new{n}.example") for n in range(300)))
+        await store.close()
+        return reads, writes, list(found)
+
+    reads, writes, found = await on_loop(crawl())
+    assert reads == 0
+    assert writes == 300  # in two transactions (256, then the rest at close)
+    assert found == [record(b"n")] * 300
