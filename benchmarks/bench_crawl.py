@@ -43,10 +43,14 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+#: This script, by absolute path: its crawls run in working directories of their own.
+SCRIPT = str(Path(__file__).resolve())
 ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private/ok\n"
 PAGE = b"<html><body>" + b"<p>text</p>" * 50 + b"</body></html>"
 ROBOTS_MODES = ("none", "builtin", "rfc9309")
@@ -122,9 +126,9 @@ def serve(port_file: str) -> None:
     server.serve_forever()
 
 
-def crawl(urls: list[str], settings: dict[str, object]) -> None:
-    """Crawl *urls* with *settings* in this process; print the wall time and the pages
-    parsed, as JSON."""
+def crawl(urls: list[str], settings: dict[str, object], follow: bool = False) -> None:
+    """Crawl *urls* with *settings* in this process (with *follow*, and the links of
+    every page); print the wall time and the pages parsed, as JSON."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -136,10 +140,19 @@ def crawl(urls: list[str], settings: dict[str, object]) -> None:
             for url in urls:
                 yield scrapy.Request(url, callback=self.parse)
 
-        def parse(self, response: scrapy.http.Response) -> None:
+        def parse(self, response: scrapy.http.Response) -> Any:
             Pages.parsed += 1
+            if follow:
+                yield from response.follow_all(css="a")
 
-    process = CrawlerProcess({"LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False, **settings})
+    process = CrawlerProcess(
+        {
+            "LOG_LEVEL": "ERROR",
+            "TELNETCONSOLE_ENABLED": False,
+            "EXTENSIONS": {QueueSize: 0},
+            **settings,
+        }
+    )
     crawler = process.create_crawler(Pages)
     process.crawl(crawler)
     collecting = GarbageCollectorTime()
@@ -151,6 +164,9 @@ def crawl(urls: list[str], settings: dict[str, object]) -> None:
         "robotstxt/request_count", 0
     )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    import gc
+
+    collections = gc.get_stats()[2]["collections"]
     print(
         json.dumps(
             {
@@ -159,9 +175,33 @@ def crawl(urls: list[str], settings: dict[str, object]) -> None:
                 "robots": robots,
                 "gc": collecting.seconds,
                 "rss": rss,
+                "full_collections": collections,
+                "queue_max": QueueSize.largest,
             }
         )
     )
+
+
+class QueueSize:
+    """An extension that keeps the most requests the scheduler held at once."""
+
+    largest = 0
+
+    def __init__(self, crawler: Any) -> None:
+        from scrapy import signals
+
+        self.stats = crawler.stats
+        crawler.signals.connect(self.scheduled, signal=signals.request_scheduled)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> QueueSize:
+        return cls(crawler)
+
+    def scheduled(self, request: Any = None, spider: Any = None) -> None:
+        held = self.stats.get_value("scheduler/enqueued", 0) - self.stats.get_value(
+            "scheduler/dequeued", 0
+        )
+        QueueSize.largest = max(QueueSize.largest, held + 1)  # this one not counted yet
 
 
 class GarbageCollectorTime:
@@ -281,10 +321,11 @@ def broad_addresses(count: int) -> list[str]:
     return [f"127.0.{n // 256}.{n % 256}" for n in range(258, 258 + count)]
 
 
-def serve_broad(port_file: str, hosts: int, latency: float) -> None:
+def serve_broad(port_file: str, hosts: int, latency: float, per_host: int) -> None:
     """Two ports on every address: the first serves a robots.txt with
     ``Crawl-delay: 1``, the second one without; each page *latency* seconds after
-    its request."""
+    its request, page ``/p/n`` linking to ``/p/n+1`` up to *per_host* pages (a crawl
+    follows them, as users' spiders do)."""
     import asyncio
 
     robots = {0: b"User-agent: *\nCrawl-delay: 1\n", 1: b"User-agent: *\nDisallow: /private\n"}
@@ -297,7 +338,11 @@ def serve_broad(port_file: str, hosts: int, latency: float) -> None:
                     if b" /robots.txt " in head:
                         body = robots[kind]
                     else:
-                        body = PAGE
+                        number = int(head.split(b" ", 2)[1].rsplit(b"/", 1)[1])
+                        link = b'<a href="%d">next</a>' % (number + 1)
+                        body = PAGE.replace(b"<body>", b"<body>" + link, 1)
+                        if number + 1 >= per_host:
+                            body = PAGE
                         await asyncio.sleep(latency)
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body))
                     writer.write(body)
@@ -337,6 +382,7 @@ def broad_mode_settings(mode: str, cache: str) -> dict[str, object]:
     return {
         "builtin": builtin,
         "rfc9309": addon,
+        "no-directives": {**no_cache, "RFC9309_PAGE_DIRECTIVES": False},
         "floored": addon,
         "scrapy-delay": {**builtin, "DOWNLOAD_DELAY": 1, "DOWNLOAD_DELAY_JITTER": 0},
         "no-cache": no_cache,
@@ -370,23 +416,24 @@ def compare_broad(
     print(
         f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs ' + base:>12} {'GC (s)':>7}"
         f" {'wall (s)':>9} {'vs ' + base:>12} {'RSS (MiB)':>9} {'vs ' + base:>12}"
-        f" {'robots.txt':>10}"
+        f" {'robots.txt':>10} {'queue max':>9} {'full GCs':>8}"
     )
     for hosts in host_counts:
         port_file = Path("/tmp") / f"bench_broad_port_{time.time_ns()}"
         server = subprocess.Popen(
             [
                 sys.executable,
-                __file__,
+                SCRIPT,
                 "--serve-broad",
                 str(port_file),
                 "--hosts",
                 str(hosts),
                 "--latency",
                 str(latency),
+                "--per-host",
+                str(per_host),
             ]
         )
-        pin(server.pid, "site")
         try:
             while not port_file.exists() or not port_file.read_text():
                 time.sleep(0.05)
@@ -396,6 +443,8 @@ def compare_broad(
             collecting: dict[str, float] = {}
             robots: dict[str, int] = {}
             rss: dict[str, float] = {}
+            queued: dict[str, int] = {}
+            full: dict[str, int] = {}
             # Each round's CPU of each mode: the modes of a round run one after the
             # other, so their ratio leaves out how the machine's speed drifts between rounds.
             rounds_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -403,31 +452,34 @@ def compare_broad(
                 cache = f"/tmp/bench_robots_{time.time_ns()}.sqlite"
                 for mode in _round_order(modes, round_):
                     port = floored_port if mode == "floored" else plain_port
-                    urls = [
-                        f"http://{address}:{port}/p/{n}"
-                        for n in range(per_host)
-                        for address in broad_addresses(hosts)
-                    ]
+                    # Each host's first page: the spider follows the links to the rest.
+                    urls = [f"http://{address}:{port}/p/0" for address in broad_addresses(hosts)]
                     urls_file = port_file.with_suffix(".urls")
                     urls_file.write_text(json.dumps(urls))
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    out = subprocess.run(
-                        [
-                            sys.executable,
-                            __file__,
-                            "--crawl-broad",
-                            json.dumps(broad_mode_settings(mode, cache)),
-                            "--base",
-                            str(urls_file),
-                        ],
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                        preexec_fn=lambda: pin(0, "crawler"),
-                    )
+                    # Unpinned, as users run a crawl (on one core, the store's thread
+                    # and the reactor's hand-offs never wait), each mode in a fresh
+                    # working directory (nothing of another run's .scrapy/).
+                    with tempfile.TemporaryDirectory(prefix="bench-crawl-") as workdir:
+                        out = subprocess.run(
+                            [
+                                sys.executable,
+                                SCRIPT,
+                                "--crawl-broad",
+                                json.dumps(broad_mode_settings(mode, cache)),
+                                "--base",
+                                str(urls_file),
+                            ],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                            cwd=workdir,
+                        )
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     result = json.loads(out.stdout.strip().splitlines()[-1])
-                    assert result["pages"] == len(urls), (mode, result)
+                    assert result["pages"] == hosts * per_host, (mode, result)
+                    queued[mode] = max(queued.get(mode, 0), result["queue_max"])
+                    full[mode] = result["full_collections"]
                     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     rounds_cpu[mode].append(used)
                     if used < cpu.get(mode, float("inf")):
@@ -447,7 +499,9 @@ def compare_broad(
                     f" {collecting[mode]:>7.1f} {wall[mode]:>9.1f}"
                     f" {wall[mode] / wall[base]:>11.2f}x {rss[mode]:>9.0f}"
                     f" {rss[mode] / rss[base]:>11.2f}x {robots[mode]:>10}"
+                    f" {queued[mode]:>9} {full[mode]:>8}"
                 )
+            print_per_host_costs(hosts, per_host, cpu, rss)
             for mode in modes[1:]:
                 print(
                     f"{'':>6} {mode}: CPU round by round against {base}: "
@@ -469,6 +523,25 @@ def compare_broad(
             server.terminate()
             port_file.unlink(missing_ok=True)
             port_file.with_suffix(".urls").unlink(missing_ok=True)
+
+
+def print_per_host_costs(
+    hosts: int, per_host: int, cpu: dict[str, float], rss: dict[str, float]
+) -> None:
+    """What the kept robots.txt copy costs a new host (``rfc9309`` against
+    ``no-cache``), and page directives a page (``no-cache`` against
+    ``no-directives``), when those modes ran."""
+    if "rfc9309" in cpu and "no-cache" in cpu:
+        print(
+            f"{'':>6} the kept robots.txt copy, per new host: "
+            f"{(cpu['rfc9309'] - cpu['no-cache']) / hosts * 1000:.2f} ms CPU, "
+            f"{(rss['rfc9309'] - rss['no-cache']) * 1024 / hosts:.1f} KB RSS"
+        )
+    if "no-cache" in cpu and "no-directives" in cpu:
+        print(
+            f"{'':>6} page directives, per page: "
+            f"{(cpu['no-cache'] - cpu['no-directives']) / (hosts * per_host) * 1000:.3f} ms CPU"
+        )
 
 
 def main() -> None:
@@ -503,10 +576,11 @@ def main() -> None:
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_broad:
-        serve_broad(args.serve_broad, args.hosts[0], args.latency)
+        serve_broad(args.serve_broad, args.hosts[0], args.latency, args.per_host)
     elif args.crawl_broad:
         broad = {"CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
-        crawl(json.loads(Path(args.base).read_text()), {**broad, **json.loads(args.crawl_broad)})
+        urls = json.loads(Path(args.base).read_text())
+        crawl(urls, {**broad, **json.loads(args.crawl_broad)}, follow=True)
     elif args.broad or args.restart:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
         compare_broad(
