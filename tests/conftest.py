@@ -29,6 +29,17 @@ def redis_server():
 
 
 @pytest.fixture
+def fleet_redis(redis_server):
+    """The URL of an emptied database of the session's redis-server, for a fleet's
+    crawls (queue, spacing, robots.txt, budgets)."""
+    import redis
+
+    url = redis_server.url.rsplit("/", 1)[0] + "/5"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
 def silent_port():
     """A loopback port that accepts connections and never answers."""
     with socket.create_server(("127.0.0.1", 0)) as server:
@@ -69,5 +80,5 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if module in SUBPROCESS_MODULES:
             item.add_marker(pytest.mark.subprocess)
-        if "redis_server" in item.fixturenames:
+        if "redis_server" in item.fixturenames:  # fleet_redis too: it uses it
             item.add_marker(pytest.mark.redis)

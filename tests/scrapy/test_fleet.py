@@ -137,13 +137,6 @@ def seed_slow_and_fast(site, other_site, crawl_delay, slow, fast, disallowed=0):
     return f"{other_url}/seed"
 
 
-@pytest.fixture
-def fleet_redis(redis_server):
-    url = redis_server.url.rsplit("/", 1)[0] + "/5"
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
 def test_three_processes_keep_the_crawl_delay_and_the_budget_as_one(site, fleet_redis):
     site.route(
         "/robots.txt",

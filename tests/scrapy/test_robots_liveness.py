@@ -254,13 +254,6 @@ def test_every_robots_txt_behaviour_ends_right(robots_sites, mode):
     assert_every_site_right(robots_sites, domain_unit=mode == "domain-unit")
 
 
-@pytest.fixture
-def fleet_redis(redis_server):
-    url = redis_server.url.rsplit("/", 1)[0] + "/6"
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
 def test_every_robots_txt_behaviour_ends_right_with_the_fleets_redis(robots_sites, fleet_redis):
     settings = base_settings(FLEET_REDIS_URL=fleet_redis)
     stats = finish(crawler(robots_sites, settings, urls=start_urls()))
