@@ -181,6 +181,12 @@ class SQLiteRobotsStore:
         self.path.replace(f"{self.path}.corrupt")
         self.replaced = f"{exc}; moved to {self.path}.corrupt"
 
+    async def open(self) -> None:
+        """Read which authorities the file holds (once; a :meth:`get` does it if this
+        was not called): done before a crawl's first request, no request waits for it."""
+        if self._known is None:
+            await self._load_known()
+
     async def get(self, authority: str) -> StoredRobots | None:
         self._raise_write_error()
         if self._known is None:
@@ -355,6 +361,9 @@ class RedisRobotsStore:
         self.max_bytes = max_bytes
         self.replaced: str | None = None
         self._redis = fleet_client(url, timeout)
+
+    async def open(self) -> None:
+        """Nothing to read ahead: each :meth:`get` is one round trip."""
 
     def key(self, authority: str) -> str:
         """The key of *authority*'s record."""

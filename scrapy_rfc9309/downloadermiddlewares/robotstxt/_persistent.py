@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 from time import monotonic
 from time import time as wall_clock
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.http.request import NO_CALLBACK
 
 from ...robots import FetchOutcome, RobotsEntry, StoredRobots, StoreError
@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 class RobotsStore(Protocol):
     replaced: str | None
+
+    async def open(self) -> None: ...
 
     async def get(self, authority: str) -> StoredRobots | None: ...
 
@@ -51,6 +53,18 @@ class PersistentRobotsFetcher:
         #: When this crawl started (seconds since the epoch): a kept copy fetched
         #: since came from this run (another process of a fleet), not an earlier crawl.
         self.started = wall_clock()
+        crawler.signals.connect(self._open, signal=signals.spider_opened)
+
+    async def _open(self, spider: Any = None) -> None:
+        """Read the store's index before the first request: a request that waits for
+        it holds a place of the downloader (while Scrapy, its downloader full, keeps
+        reading start requests into the scheduler)."""
+        if self._failed:
+            return
+        try:
+            await self.store.open()
+        except StoreError as exc:
+            self._fail(exc)
 
     async def fetch(
         self,
