@@ -43,6 +43,9 @@ SCHEMA_VERSION = 1
 #: hosts come by the hundred a second).
 WRITE_AFTER = 1.0
 WRITE_BATCH = 256
+#: At opening, the newest records are read ahead up to this many bytes of bodies:
+#: a restarted crawl's first requests find their hosts' copies in memory.
+READ_AHEAD_BYTES = 16 * 2**20
 
 _T = TypeVar("_T")
 
@@ -89,9 +92,11 @@ class SQLiteRobotsStore:
 
     What a new host costs is kept small (a broad crawl meets thousands):
 
-    * the authorities the file holds are read once, in one query, at the first
-      :meth:`get`; an authority not among them (nor written since) is answered
-      ``None`` at once, without a trip to the store's thread;
+    * the authorities the file holds are read once, in one query, at :meth:`open`
+      (or the first :meth:`get`), with the newest records up to
+      :data:`READ_AHEAD_BYTES` of bodies; an authority not among them (nor written
+      since) is answered ``None`` at once, one read ahead from memory, both without a
+      trip to the store's thread;
     * :meth:`put` keeps the record in memory and returns; the records are written
       together, in one transaction, :data:`WRITE_AFTER` seconds after the first of
       them or once :data:`WRITE_BATCH` wait (a process killed meanwhile loses at most
@@ -123,7 +128,8 @@ class SQLiteRobotsStore:
         self._write_error: StoreError | None = None  # set on the worker thread
         self._known: set[str] | None = None  # the authorities the file holds
         self._added: set[str] = set()  # kept before those were read
-        self._loading: asyncio.Future[set[str]] | None = None
+        self._loading: asyncio.Future[tuple[set[str], dict[str, StoredRobots]]] | None = None
+        self._ahead: dict[str, StoredRobots] = {}  # read ahead, not asked for yet
         self._unwritten: dict[str, StoredRobots] = {}  # kept, not yet sent to be written
         self._writing: dict[str, StoredRobots] = {}  # sent, not yet written
         self._write_timer: asyncio.TimerHandle | None = None
@@ -195,6 +201,9 @@ class SQLiteRobotsStore:
         unwritten = self._unwritten.get(authority) or self._writing.get(authority)
         if unwritten is not None:
             return unwritten
+        ahead = self._ahead.pop(authority, None)  # the caller keeps what it needs
+        if ahead is not None:
+            return ahead
         if authority not in self._known:
             return None
         read = self._reads.get(authority)
@@ -206,14 +215,31 @@ class SQLiteRobotsStore:
 
     async def _load_known(self) -> None:
         if self._loading is None:
-            self._loading = asyncio.ensure_future(self._run(self._authorities))
-        loaded = await asyncio.shield(self._loading)
+            self._loading = asyncio.ensure_future(self._run(self._index))
+        loaded, ahead = await asyncio.shield(self._loading)
         if self._known is None:
             self._known, self._added = loaded | self._added, set()
+            self._ahead = ahead
 
-    def _authorities(self) -> set[str]:
+    def _index(self) -> tuple[set[str], dict[str, StoredRobots]]:
+        """The authorities the file holds, and the newest records read ahead, up to
+        :data:`READ_AHEAD_BYTES` of bodies (a restarted crawl's hosts are answered
+        from memory, not each by a read its request waits for)."""
         assert self._connection is not None
-        return {row[0] for row in self._connection.execute("SELECT authority FROM robots")}
+        authorities = {row[0] for row in self._connection.execute("SELECT authority FROM robots")}
+        ahead: dict[str, StoredRobots] = {}
+        size = 0
+        rows = self._connection.execute(
+            f"SELECT authority, {self._COLUMNS} FROM robots ORDER BY fetched_at DESC"
+        )
+        for authority, *row in rows:
+            size += len(row[2] or b"") + 200
+            if size > READ_AHEAD_BYTES:
+                break
+            record = self._record(authority, row)
+            if record is not None:
+                ahead[authority] = record
+        return authorities, ahead
 
     def _read_batch(self) -> None:
         reads, self._reads = self._reads, {}

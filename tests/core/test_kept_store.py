@@ -185,3 +185,29 @@ async def test_a_new_authority_costs_no_read_and_kept_records_are_written_in_bat
     assert reads == 0
     assert writes == 300  # in two transactions (256, then the rest at close)
     assert found == [record(b"n")] * 300
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_restart_reads_the_kept_records_ahead_in_one_query(tmp_path):
+    """A restarted crawl's hosts are answered from the records read at opening: no
+    request waits for a read of its own."""
+    path = tmp_path / "robots.sqlite"
+
+    async def restart() -> tuple[int, list[StoredRobots | None]]:
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        for number in range(100):
+            await store.put(f"https://h{number}.example", record(b"%d" % number))
+        await store.close()
+        store = SQLiteRobotsStore(path, 1000, time.time)
+        await store.open()
+        statements: list[str] = []
+        connection = store._connection
+        assert connection is not None
+        await store._run(lambda: connection.set_trace_callback(statements.append))
+        found = [await store.get(f"https://h{number}.example") for number in range(100)]
+        await store.close()
+        return sum(text.startswith("SELECT") for text in statements), found
+
+    reads, found = await on_loop(restart())
+    assert reads == 0
+    assert found == [record(b"%d" % number) for number in range(100)]
