@@ -102,3 +102,52 @@ async def test_without_the_throttle_the_queue_hands_every_request_out(site):
     )
     crawler = await crawling.addTimeout(60, reactor)
     assert len(crawler.spider.seen) == 6
+
+
+class EarlyRequests:
+    """An extension that keeps, in ``test/early_max``, the most requests the queue had
+    handed out before their unit was ready, waiting in the gate at once."""
+
+    def __init__(self, crawler):
+        from twisted.internet.task import LoopingCall
+
+        from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
+
+        self.stats, self.politeness = crawler.stats, politeness(crawler)
+        self.call = LoopingCall(self.sample)
+        crawler.signals.connect(self.opened, signal=scrapy.signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=scrapy.signals.spider_closed)
+
+    def opened(self):
+        self.call.start(0.01)
+
+    def closed(self):
+        self.call.stop()
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def sample(self):
+        self.stats.max_value("test/early_max", len(self.politeness.early))
+
+
+@pytest_twisted.ensureDeferred
+async def test_requests_handed_out_early_never_fill_the_downloader():
+    """At most half of CONCURRENT_REQUESTS wait in the gate for their unit: a full
+    downloader has Scrapy read every start request into the scheduler."""
+    from tests.broad_site import BroadSite, addresses
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nCrawl-delay: 0.5\n"
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(12, first=1200), respond)
+    try:
+        urls = [site.url(host, f"/p/{n}") for n in range(3) for host in site.hosts]
+        crawler = await crawl(urls, CONCURRENT_REQUESTS=4, EXTENSIONS={EarlyRequests: 0}, **ADDON)
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 36
+    assert 1 <= crawler.stats.get_value("test/early_max") <= 2

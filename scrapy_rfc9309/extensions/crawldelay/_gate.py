@@ -120,21 +120,29 @@ class CrawlDelayGate:
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
         meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to
+        try:
+            fleet = await self._wait_for_unit(key, request, wait)
+        except _HandBack:
+            return self._requeue(request)
+        finally:
+            polite.early.discard(request)
+        polite.started(key)
+        self._started[request] = (key, fleet)
+        return None
+
+    async def _wait_for_unit(self, key: str, request: Request, wait: float) -> bool:
+        """Wait until *request* may start (robots.txt requests first, then the unit's
+        line); True if the fleet's Redis holds the unit for it."""
+        polite = self.politeness
+        robots = request.meta.get(META_ROBOTS)
         if robots:
             # Never in line behind the unit's pages, which may wait for this very
             # fetch's file (a robots.txt redirected on its own host): before them.
             with polite.robots_first(key):
-                fleet = await self._until_ready(key, request)
-        elif wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
-            try:
-                fleet = await self._take_turn(key, request)
-            except _HandBack:
-                return self._requeue(request)
-        else:
-            fleet = False
-        polite.started(key)
-        self._started[request] = (key, fleet)
-        return None
+                return await self._until_ready(key, request)
+        if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
+            return await self._take_turn(key, request)
+        return False
 
     async def _take_turn(self, key: str, request: Request) -> bool:
         """Wait until unit *key* is ready and every request that came to wait for it

@@ -125,6 +125,9 @@ class Politeness:
         self.waiting_since: dict[str, float] = {}
         #: The units each queue holds requests of (for the live view).
         self.queued_units: list[Callable[[], Iterable[str]]] = []
+        #: Requests a queue handed out before their unit was ready, until they start
+        #: (or are done with): each holds a place of the downloader meanwhile.
+        self.early: set[Request] = set()
         # Requests a queue handed out, until they are done: unit key by request.
         self._released: dict[Request, str] = {}
         self.out: dict[str, int] = {}  # unit key -> released requests not yet done
@@ -299,6 +302,7 @@ class Politeness:
         """*request* is done with: downloaded (*reached*: the site saw it), or dropped,
         answered without the network, handed back to the scheduler; nothing if no
         queue handed it out."""
+        self.early.discard(request)
         key = self._released.pop(request, None)
         if key is None:
             return

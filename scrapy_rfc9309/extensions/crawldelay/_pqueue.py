@@ -111,6 +111,10 @@ class HostReadyPriorityQueue:
         self._offers.on_robots_decided.append(self._decide)
         self._offers.on_budget_spent.append(self._hand_out_spent)
         concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
+        # Requests handed out early wait in the gate, each holding a place: at most
+        # half of CONCURRENT_REQUESTS of them, so that they never fill the downloader
+        # (a full downloader has Scrapy read every start request into the scheduler).
+        self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
         self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
@@ -195,14 +199,16 @@ class HostReadyPriorityQueue:
             if ready_at > at:  # its floor was learnt, a hold began, or a request ended
                 heapq.heapreplace(heap, (ready_at, next(self._order), unit))
                 continue
-            if at > now + HORIZON:
+            early = ready_at > now
+            if at > now + HORIZON or (early and len(polite.early) >= self._most_early):
                 return None
             heapq.heappop(heap)
             request = self._pop_from(unit, now)
             if request is None:  # its queue was emptied by _decide
                 continue
-            if ready_at > now:
+            if early:
                 request.meta[META_EARLY] = True
+                polite.early.add(request)
             return request
         return None
 
