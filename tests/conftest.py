@@ -49,7 +49,7 @@ def silent_port():
 #: Markers by module, for ``make test-fast`` (``-m "not slow and not redis and not
 #: subprocess"``): modules whose tests wait real delays or crawl hundreds of hosts
 #: (slow), and modules whose tests run crawler processes or commands (subprocess).
-#: Tests that use a redis-server are marked ``redis`` by their fixture.
+#: Tests that use a redis-server are marked ``redis`` (see :func:`reaches_redis`).
 SLOW_MODULES = {
     "test_backoff.py",
     "test_broad_crawl.py",
@@ -80,5 +80,18 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if module in SUBPROCESS_MODULES:
             item.add_marker(pytest.mark.subprocess)
-        if "redis_server" in item.fixturenames:  # fleet_redis too: it uses it
+        if reaches_redis(item):
             item.add_marker(pytest.mark.redis)
+
+
+def reaches_redis(item) -> bool:
+    """Whether a test needs a redis-server: by a fixture of one (``redis_server``,
+    ``fleet_redis``, ``redis_with_password``), or a parameter naming a Redis
+    backend (the storages' contract suite); tests that start their own are marked
+    ``redis`` where they are written."""
+    if any("redis" in name for name in item.fixturenames):
+        return True
+    params = getattr(item, "callspec", None)
+    return params is not None and any(
+        isinstance(value, str) and value.startswith("redis") for value in params.params.values()
+    )

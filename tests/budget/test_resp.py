@@ -174,6 +174,7 @@ async def test_scripts_flushed_from_the_server_are_sent_again(redis_server):
     store.close()
 
 
+@pytest.mark.redis  # starts a redis-server of its own
 @pytest_twisted.ensureDeferred
 async def test_closing_while_connecting_leaves_no_connection():
     server = RedisServer()  # its own server: the only clients are this test's

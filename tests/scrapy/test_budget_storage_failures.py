@@ -25,6 +25,7 @@ async def test_a_corrupt_sqlite_file_at_start_up_stops_the_crawl_naming_the_file
     assert site.paths() == []
 
 
+@pytest.mark.redis  # starts a redis-server of its own
 @pytest_twisted.ensureDeferred
 async def test_a_redis_restart_mid_crawl_denies_while_down_and_counts_again_after(site):
     redis = RedisServer()
