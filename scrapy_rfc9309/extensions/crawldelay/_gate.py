@@ -46,7 +46,6 @@ from ...robots import is_redirect
 from ._politeness import politeness
 
 if TYPE_CHECKING:
-    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
@@ -61,15 +60,20 @@ META_REQUEUED = "crawldelay_requeued"
 #: Request.meta key: the names of the headers a request had when it was scheduled
 #: (absent: none), so that a copy handed back carries those only.
 META_OWN_HEADERS = "crawldelay_own_headers"
-#: A request waiting here looks this often (seconds) whether the engine still takes
-#: requests: when it does not (the crawl is stopping), a request that would wait
-#: longer is handed back to the scheduler, so a stop is prompt whatever the floors
-#: and holds.
+#: A page waits here at most this long (seconds): if its unit is still not about to
+#: be ready (within :data:`LOOK_EVERY`), it goes back to the scheduler, which hands
+#: it out again (Scrapy's own queue at once, the package's when its unit is ready).
+#: So no request holds the downloader for a floor or a hold of minutes, and a stop
+#: (SIGTERM, ``CLOSESPIDER_*``: Scrapy waits for the requests in its downloader) is
+#: as prompt, whatever the floors and holds; with ``JOBDIR`` or a scrapy-redis queue,
+#: the resumed crawl fetches what was handed back.
+MOST_WAIT = 5.0
+#: A waiting request looks this often (seconds) whether it has waited its most.
 LOOK_EVERY = 1.0
 
 
 class _HandBack(Exception):
-    """The engine takes no more requests: the waiting one goes back to the scheduler."""
+    """A page waited its most: it goes back to the scheduler."""
 
 
 class CrawlDelayGate:
@@ -83,7 +87,6 @@ class CrawlDelayGate:
         self._offers = offers(crawler)
         self._offers.on_robots_decided.append(self.politeness.decided)
         self.stats = crawler.stats
-        self.crawler = crawler
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
@@ -95,12 +98,6 @@ class CrawlDelayGate:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
-
-    @property
-    def _engine(self) -> ExecutionEngine:
-        engine = self.crawler.engine
-        assert engine is not None  # a request is being downloaded
-        return engine
 
     async def process_request(self, request: Request, spider: Any = None) -> Request | None:
         if urlparse_cached(request).scheme not in NETWORK_SCHEMES:  # data:, file:
@@ -141,13 +138,14 @@ class CrawlDelayGate:
             with polite.robots_first(key):
                 return await self._until_ready(key, request)
         if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
-            return await self._take_turn(key, request)
+            return await self._take_turn(key, request, polite.now() + MOST_WAIT)
         return False
 
-    async def _take_turn(self, key: str, request: Request) -> bool:
+    async def _take_turn(self, key: str, request: Request, give_up: float) -> bool:
         """Wait until unit *key* is ready and every request that came to wait for it
         before *request* has started (first come, first served); with a fleet, until
-        its Redis holds the unit for this process too (then True)."""
+        its Redis holds the unit for this process too (then True).  Raise
+        :class:`_HandBack` at *give_up* if the unit is not about to be ready."""
         line = self._lines.setdefault(key, deque())
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         line.append(turn)
@@ -157,8 +155,8 @@ class CrawlDelayGate:
             while not turn.done():
                 with suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(turn), LOOK_EVERY)
-                self._hand_back_if_stopping(key)
-            return await self._until_ready(key, request)
+                self._hand_back_if_due(give_up, self.politeness.ready_at(key))
+            return await self._until_ready(key, request, give_up)
         finally:
             head = line[0] is turn
             line.remove(turn)
@@ -167,7 +165,9 @@ class CrawlDelayGate:
             elif head and not line[0].done():
                 line[0].set_result(None)
 
-    async def _until_ready(self, key: str, request: Request) -> bool:
+    async def _until_ready(
+        self, key: str, request: Request, give_up: float | None = None
+    ) -> bool:
         polite = self.politeness
         robots = request.meta.get(META_ROBOTS)
         waits = polite.waiting_since
@@ -175,40 +175,37 @@ class CrawlDelayGate:
         if first:
             waits[key] = polite.now()
         try:
-            return await self._until_unit_ready(key, request, robots)
+            return await self._until_unit_ready(key, request, robots, give_up)
         finally:
             if first:
                 del waits[key]
 
-    async def _until_unit_ready(self, key: str, request: Request, robots: str | None) -> bool:
+    async def _until_unit_ready(
+        self, key: str, request: Request, robots: str | None, give_up: float | None
+    ) -> bool:
         polite = self.politeness
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
                 await polite.wait(key, min(wait, LOOK_EVERY))
-                if not robots:
-                    self._hand_back_if_stopping(key)
+                self._hand_back_if_due(give_up, polite.ready_at(key, robots))
                 wait = polite.ready_at(key, robots) - polite.now()
             if not self.throttle.needs_fleet(key, request):
                 return False
             wait = await self.throttle.fleet_acquire(key)
             if wait:
-                await polite.wait(key, wait)
+                await polite.wait(key, min(wait, LOOK_EVERY))
+                self._hand_back_if_due(give_up, polite.now() + wait)
             elif polite.ready_at(key, robots) <= polite.now():
                 return True
             else:  # something changed here while Redis answered
                 self.throttle.fleet_release(key)
 
-    def _hand_back_if_stopping(self, key: str) -> None:
-        """Raise :class:`_HandBack` if Scrapy's engine takes no more requests (the
-        crawl is stopping: SIGTERM, ``CLOSESPIDER_*``; or every place is taken) and
-        unit *key* is not about to be ready: the scheduler keeps the request (with
-        ``JOBDIR``, or a scrapy-redis queue, for the resumed crawl) instead of the
-        engine waiting for it."""
-        if not self._engine.needs_backout():
-            return
-        polite = self.politeness
-        if polite.ready_at(key) - polite.now() > LOOK_EVERY:
+    def _hand_back_if_due(self, give_up: float | None, ready_at: float) -> None:
+        """Raise :class:`_HandBack` once *give_up* has passed, unless the unit is about
+        to be ready (at *ready_at*); robots.txt requests (no *give_up*) wait on."""
+        now = self.politeness.now()
+        if give_up is not None and now >= give_up and ready_at - now > LOOK_EVERY:
             self.stats.inc_value("crawldelay/handed_back")
             raise _HandBack
 
