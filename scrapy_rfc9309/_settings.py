@@ -475,13 +475,14 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
     return copy
 
 
+#: What ``-s FLEET_REDIS_URL=...`` may write for "no fleet".
+FALSE_WORDS = frozenset({"false", "0", "", "none", "no", "off"})
+
+
 def fleet_off(value: Any) -> bool:
     """Whether a ``FLEET_REDIS_URL`` value says "no fleet": ``False`` (or ``-s
     FLEET_REDIS_URL=False``), ``0``, empty."""
     return value is False or (isinstance(value, (str, int)) and str(value).lower() in FALSE_WORDS)
-
-
-FALSE_WORDS = frozenset({"false", "0", "", "none", "no", "off"})
 
 
 def scrapy_redis_url(settings: BaseSettings) -> str | None:

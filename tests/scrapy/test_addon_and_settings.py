@@ -203,3 +203,7 @@ def test_the_addon_shares_politeness_through_scrapy_redis_unless_told_not_to():
     ).settings
     assert settings["FLEET_REDIS_URL"] is False
     assert settings.get("SCHEDULER_QUEUE_CLASS") is None
+    from scrapy_rfc9309._settings import fleet_url
+
+    for off in (False, "False", "0", ""):  # -s FLEET_REDIS_URL=False gives a string
+        assert fleet_url(Settings({"FLEET_REDIS_URL": off})) is None

@@ -194,8 +194,11 @@ class CrawlDelayGate:
                 return False
             wait = await self.throttle.fleet_acquire(key)
             if wait:
-                await polite.wait(key, min(wait, LOOK_EVERY))
-                self._hand_back_if_due(give_up, polite.now() + wait)
+                ready_at = polite.now() + wait  # as Redis says: ask again then
+                if give_up is not None:
+                    wait = min(wait, max(give_up - polite.now(), LOOK_EVERY))
+                await polite.wait(key, wait)
+                self._hand_back_if_due(give_up, ready_at)
             elif polite.ready_at(key, robots) <= polite.now():
                 return True
             else:  # something changed here while Redis answered
