@@ -165,9 +165,7 @@ class CrawlDelayGate:
             elif head and not line[0].done():
                 line[0].set_result(None)
 
-    async def _until_ready(
-        self, key: str, request: Request, give_up: float | None = None
-    ) -> bool:
+    async def _until_ready(self, key: str, request: Request, give_up: float | None = None) -> bool:
         polite = self.politeness
         robots = request.meta.get(META_ROBOTS)
         waits = polite.waiting_since
