@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import time
 
 from tests.server import closed_port
@@ -11,9 +12,10 @@ from tests.server import closed_port
 
 class RedisServer:
     """A redis-server on a free port; with *password*, clients must log in
-    (``url`` never carries the password)."""
+    (``url`` never carries the password); with *durable*, every write goes to an
+    append-only file first, so a :meth:`restart` keeps the data."""
 
-    def __init__(self, password: str | None = None) -> None:
+    def __init__(self, password: str | None = None, durable: bool = False) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -21,6 +23,7 @@ class RedisServer:
                 "(e.g. apt-get install redis-server)"
             )
         self._binary, self._password = binary, password
+        self._dir = tempfile.mkdtemp(prefix="redis-") if durable else None
         # A free port may be taken between the probe and redis-server's bind: retry.
         for _attempt in range(5):
             self.port = closed_port()
@@ -33,8 +36,12 @@ class RedisServer:
         raise RuntimeError("redis-server did not start on 5 free ports")
 
     def restart(self) -> None:
-        """Start the server (again, on the same port, empty)."""
+        """Start the server (again, on the same port, empty unless *durable*)."""
         binary, password = self._binary, self._password
+        if self._dir:
+            persistence = ["--dir", self._dir, "--appendonly", "yes", "--appendfsync", "always"]
+        else:
+            persistence = ["--appendonly", "no"]
         self.process = subprocess.Popen(
             [
                 binary,
@@ -44,8 +51,7 @@ class RedisServer:
                 "127.0.0.1",
                 "--save",
                 "",
-                "--appendonly",
-                "no",
+                *persistence,
                 *(["--requirepass", password] if password else []),
             ],
             stdout=subprocess.DEVNULL,

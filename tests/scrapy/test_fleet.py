@@ -713,3 +713,61 @@ def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_
         "/p/1",
         "/p/2",
     ]
+
+
+def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes_nothing():
+    """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
+    fleet through ``REDIS_URL``), 2 processes, 40 hosts × 6 pages linked from one seed.
+    Redis stops once 40 pages are in, and comes back 6 s later from its append-only
+    file.  An unreachable queue is not an empty one: no process closes for want of
+    work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every page is fetched once, no host
+    sees a gap below its Crawl-delay, each process says once that the queue is away
+    and once that it is back, and no traceback of this package's is logged."""
+    from tests.budget.redis_server import RedisServer
+
+    hosts, pages, delay = 40, 6, 0.3
+    fetched = Counter()
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n".encode()
+        body = ""
+        if path == "/seed":
+            links = (site.url(each, f"/p/{n}") for n in range(pages) for each in site.hosts)
+            body = "".join(f'<a href="{link}">.</a>' for link in links)
+        else:
+            fetched[host, path] += 1
+        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+
+    server = RedisServer(durable=True)
+    site = BroadSite(addresses(hosts, first=1300), respond, page_time=0.05)
+    try:
+        settings = fleet_settings(
+            server.url, DOMAINBUDGET_ENABLED=False, MAX_IDLE_TIME_BEFORE_CLOSE=3
+        )
+        del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
+        fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
+        deadline = time.monotonic() + 60
+        while sum(fetched.values()) < 40:
+            assert time.monotonic() < deadline, fetched
+            time.sleep(0.02)
+        server.stop()
+        time.sleep(6)
+        server.restart()
+        logs = []
+        stats = wait_all(fleet, logs=logs)
+    finally:
+        site.close()
+        server.stop()
+    assert sorted(fetched.values()) == [1] * (hosts * pages), [
+        k for k, v in fetched.items() if v != 1
+    ]
+    short = [gap for gap in site.gaps() if gap[0] < 0.95 * delay]
+    assert short == []
+    for log in logs:
+        assert log.count("The shared queue cannot reach Redis") == 1, log[-3000:]
+        assert log.count("The shared queue reaches Redis again") == 1, log[-3000:]
+        assert "scrapy_rfc9309" not in "".join(block for block in log.split("Traceback")[1:]), log[
+            -3000:
+        ]
+    assert all(s.get("fleet/queue_unreachable", 0) >= 1 for s in stats), stats

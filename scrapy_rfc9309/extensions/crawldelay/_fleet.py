@@ -41,6 +41,10 @@ class FleetGates:
         self.health = fleet_health(crawler)
         self.lease = lease
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
+        #: Units whose request ended while Redis could not be told (unit key ->
+        #: floor): told before this process's next call, else the fleet would wait
+        #: for them until their lease ends.
+        self._untold: dict[str, float] = {}
         self._closed = False
 
     def _call(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -54,9 +58,12 @@ class FleetGates:
         if not self.health.usable():
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
+        untold, self._untold = self._untold, {}
         try:
+            await asyncio.gather(*(self.spacing.release(*each) for each in untold.items()))
             wait = await self.spacing.acquire(key, floor, self.lease + floor)
         except SpacingError as exc:
+            self._untold = {**untold, **self._untold}
             if not self._closed:
                 self.health.failed(exc, "fleet/spacing_error")
             return 0.0
@@ -69,12 +76,15 @@ class FleetGates:
         """A request of unit *key* ended now: the fleet's next one waits *floor*."""
         if self.health.usable():
             self._call(self._release(key, floor))
+        else:
+            self._untold[key] = floor
 
     async def _release(self, key: str, floor: float) -> None:
         try:
             await self.spacing.release(key, floor)
         except SpacingError as exc:
             if not self._closed:  # else cut off by close(): the lease ends the hold
+                self._untold[key] = floor
                 self.health.failed(exc, "fleet/spacing_error")
 
     def hold(self, key: str, seconds: float) -> None:

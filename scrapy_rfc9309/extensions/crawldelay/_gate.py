@@ -43,7 +43,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ..._shared import META_ROBOTS, offers
 from ...robots import is_redirect
-from ._politeness import politeness
+from ._politeness import INFINITY, politeness
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -192,11 +192,13 @@ class CrawlDelayGate:
                 return False
             wait = await self.throttle.fleet_acquire(key)
             if wait:
-                ready_at = polite.now() + wait  # as Redis says: ask again then
+                # Redis says when to ask again, not when the unit is ready (another
+                # process's request to it may last its lease): once *give_up* has
+                # passed, a page goes back to the scheduler.
                 if give_up is not None:
                     wait = min(wait, max(give_up - polite.now(), LOOK_EVERY))
                 await polite.wait(key, wait)
-                self._hand_back_if_due(give_up, ready_at)
+                self._hand_back_if_due(give_up, INFINITY)
             elif polite.ready_at(key, robots) <= polite.now():
                 return True
             else:  # something changed here while Redis answered

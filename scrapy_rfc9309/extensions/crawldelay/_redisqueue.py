@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
-from ..._redis import PipelinedRedis, RedisAddress, RedisReplyError
+from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
 from ..._settings import LEASE_MARGIN
 from ..._shared import offers
 from ._politeness import politeness
@@ -65,9 +65,15 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
 
 try:
+    from redis.exceptions import ConnectionError as _Unreachable
+    from redis.exceptions import TimeoutError as _Unanswered
     from scrapy_redis.queue import Base
 except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
+    _Unreachable = _Unanswered = OSError
+
+#: What a blocking call raises when Redis cannot be reached or does not answer.
+REDIS_AWAY = (_Unreachable, _Unanswered)
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 #: Every script's ARGV begins so: the prefix of the units' list keys, the prefix of
@@ -164,8 +170,11 @@ end
 #: ARGV[5:] = the ends (see _ENDS).  Returns how many of their units have requests
 #: queued.
 _ENDED = _NOW + _SEEN + _UNITS + "local first = 5\n" + _ENDS + "return queued\n"
-#: ARGV[5] = lease, ARGV[6] = grace (microseconds), then the ends of this process's
-#: requests since its last call (see _ENDS).  Returns {request or false,
+#: ARGV[5] = lease, ARGV[6] = grace (microseconds), ARGV[7] = this pop's number,
+#: ARGV[8] = the number of the last pop whose request reached the process, then the
+#: ends of this process's requests since its last call (see _ENDS).  The last request
+#: popped is kept in KEYS[7] with its pop's number: if the process never got it (the
+#: reply was lost with the connection), this pop returns it again.  Returns {request or false,
 #: microseconds until a unit may be ready for this process or false, the requests
 #: left}.  The process takes a request of its own ready units, else of a unit ready
 #: for ``grace`` that its owner did not take (busy, slow or gone: a gone owner's
@@ -176,9 +185,14 @@ _POP = (
     _NOW
     + _SEEN
     + _UNITS
-    + "local first = 7\n"
+    + "local first = 9\n"
     + _ENDS
     + """
+local last = redis.call('HMGET', KEYS[7], 'number', 'data')
+if last[1] and last[1] ~= ARGV[8] then
+  redis.call('HSET', KEYS[7], 'number', ARGV[7])
+  return {last[2], false, redis.call('GET', KEYS[2])}
+end
 local grace = tonumber(ARGV[6])
 local function take(unit)
   local data = redis.call('LPOP', ARGV[1] .. unit)
@@ -186,6 +200,8 @@ local function take(unit)
     drop(unit)
     return false
   end
+  redis.call('HSET', KEYS[7], 'number', ARGV[7], 'data', data)
+  redis.call('PEXPIRE', KEYS[7], 3600000)  -- the process's lifetime at most, if killed
   redis.call('DECR', KEYS[2])
   local floor = tonumber(redis.call('HGET', KEYS[3], unit) or '-1')
   if floor ~= 0 then place(unit, now + tonumber(ARGV[5])) else place(unit, now) end
@@ -223,6 +239,10 @@ return {false, string.format('%.0f', soonest), count}
 
 logger = logging.getLogger(__name__)
 
+#: The end of a request this process took: its unit, the unit's floor, whether the
+#: floor is known, when it ended (on the politeness clock).
+_End = tuple[str, float, bool, float]
+
 #: The count of queued requests a pop brought back is used for this long (seconds).
 COUNT_FRESH = 0.5
 #: A process's wait on its wake list lasts at most this long (seconds); between two,
@@ -239,6 +259,10 @@ GRACE = 2.5
 #: A process that has not called for this long (seconds) owns no new unit, and its
 #: units go to whoever asks: it is gone (a running one calls every LISTEN at least).
 SEEN = 10.0
+#: While Redis cannot be reached, it is tried again this often (seconds): with a
+#: ``PING`` on the asynchronous connection when there is one (the reactor never
+#: waits on a Redis that is away), else with the next pop.
+RETRY = 1.0
 
 
 def _loop_running() -> bool:
@@ -289,14 +313,25 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         # A request handed back would cost a push and a pop on the network: it waits
         # in the gate instead, unless it would wait longer than the engine's turn.
         self.politeness.requeue_after = HORIZON
+        self._id = uuid.uuid4().hex
         #: Every script's KEYS: the units by ready time (a sorted set), the requests
         #: left, the units' floors, their owners (hashes), the processes seen lately
-        #: (a sorted set by when), and the count of units given an owner.
+        #: (a sorted set by when), the count of units given an owner, and the last
+        #: request this process popped.
         self.keys = [
             f"{self.key}:{name}"
-            for name in ("hosts", "count", "floors", "owners", "processes", "assigned")
+            for name in (
+                "hosts",
+                "count",
+                "floors",
+                "owners",
+                "processes",
+                "assigned",
+                f"taken:{self._id}",
+            )
         ]
-        self._id = uuid.uuid4().hex
+        self._pops = 0  # this process's pops: the last one's number
+        self._popped = 0  # the number of the last pop whose request came
         self._list_prefix = f"{self.key}:host:"
         wake_prefix = f"{self.key}:wake:"  # each process's wake list: this, its id
         self._wake_key = wake_prefix + self._id
@@ -328,13 +363,19 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._none_before = 0.0
         self._left, self._counted_at = 0, -COUNT_FRESH
         self._called_at = 0.0  # this process's last call: the fleet saw it then
-        # The ends of this process's requests, for its next call: (unit, floor, floor
-        # known, when).
-        self._ends: list[tuple[str, float, bool, float]] = []
+        self._ends: list[_End] = []  # the ends of its requests, for its next call
         self._client = _async_client(server)
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
         self._pushing = 0  # pushes sent, not yet answered
         self._warned = False
+        #: Redis could not be reached: until it answers, the fleet's queue is left
+        #: alone (its count is the last one seen: an unreachable queue is not an
+        #: empty one) and the requests this process schedules are kept here.
+        self._away = False
+        self._said_away = False  # and said so
+        self._try_at = 0.0  # while away, when Redis is tried again
+        self._kept: deque[Request] = deque()
+        self._prober: asyncio.Task[None] | None = None
         # Waiting on the wake list takes a connection of its own.
         self._listener: asyncio.Task[None] | None = None
         self._listening = False  # the wake list is waited on
@@ -358,13 +399,20 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
 
     def __len__(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
-        less than :data:`COUNT_FRESH` ago (Scrapy asks after every request), else asked."""
+        less than :data:`COUNT_FRESH` ago (Scrapy asks after every request) or Redis
+        cannot be reached, else asked."""
         now = self.politeness.now()
-        if now - self._counted_at > COUNT_FRESH:
-            self._count(self.server.get(self.keys[1]), now)
+        if now - self._counted_at > COUNT_FRESH and self._may_call(now):
+            try:
+                count = self.server.get(self.keys[1])
+            except REDIS_AWAY as exc:
+                self._unreachable(exc)
+            else:
+                self._reachable()
+                self._count(count, now)
         # Pushes still on their way count too: a crawl whose start requests are not
         # in Redis yet is not idle.
-        return self._left + self._pushing + len(self._spent)
+        return self._left + self._pushing + len(self._spent) + len(self._kept)
 
     def _count(self, count: Any, now: float) -> None:
         self._left, self._counted_at = int(count or 0), now
@@ -378,28 +426,97 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if spent is not None and spent(request):
             self._spent.append(request)
             return
-        self._left += 1
+        if self._away:
+            self._kept.append(request)
+            return
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [unit, encoded]
         if self._client is not None and _loop_running():
             self._pushing += 1
-            self._in_background(self._pushed(args))
+            self._in_background(self._pushed(request, args))
             return
         self._none_before = 0.0  # its unit may be ready now
-        self._call("push", args)
+        self._push_blocking(request, args)
 
-    async def _pushed(self, args: list[Any]) -> None:
+    async def _pushed(self, request: Request, args: list[Any]) -> None:
         try:
             await self._evalsha(self._client, "push", args)
+        except RedisConnectionError as exc:
+            self._kept.append(request)
+            self._unreachable(exc)
+            return
         except Exception as exc:
             self._say_once(f"The shared queue could not push a request without blocking ({exc})")
-            self._call("push", args)  # raises if Redis is gone
+            self._push_blocking(request, args)
+        else:
+            self._left += 1
         finally:
             self._pushing -= 1
         # Its unit may be ready now; the engine's pop when the request was scheduled
         # came before the push reached Redis: it asks again.
         self._look_at(self.politeness.now())
+
+    def _push_blocking(self, request: Request, args: list[Any]) -> None:
+        try:
+            self._call("push", args)
+        except REDIS_AWAY as exc:
+            self._kept.append(request)
+            self._unreachable(exc)
+        else:
+            self._left += 1
+
+    def _may_call(self, now: float) -> bool:
+        """False while Redis is away and not to be tried again yet."""
+        return not self._away or now >= self._try_at
+
+    def _unreachable(self, exc: Exception) -> None:
+        """A call found Redis unreachable: say so once, keep what this process
+        schedules, and try again every :data:`RETRY` seconds."""
+        self.crawler.stats.inc_value("fleet/queue_unreachable")
+        if self._client is not None and _loop_running():
+            self._try_at = float("inf")  # until a PING answers
+            if self._prober is None or self._prober.done():
+                self._prober = asyncio.ensure_future(self._probe())
+        else:
+            self._try_at = self.politeness.now() + RETRY
+            self._waker.wake_in(RETRY)
+        self._away = True
+        if not self._said_away:
+            self._said_away = True
+            logger.warning(
+                "The shared queue cannot reach Redis (%s): until it answers again, this "
+                "process takes no request from it and crawls those it schedules itself",
+                exc,
+            )
+
+    async def _probe(self) -> None:
+        while True:
+            await asyncio.sleep(RETRY)
+            try:
+                await self._client.call("PING")  # type: ignore[union-attr]
+            except Exception:
+                continue
+            self._try_at = 0.0
+            self._look_at(self.politeness.now())
+            return
+
+    def _reachable(self) -> None:
+        """A blocking call was answered: after an absence, say so once, and share the
+        requests kept meanwhile."""
+        if not self._away:
+            return
+        self._away = False
+        if self._said_away:
+            self._said_away = False
+            logger.warning("The shared queue reaches Redis again")
+        self._share_kept()
+
+    def _share_kept(self) -> None:
+        """Push the requests kept while Redis was away (kept again if it is again)."""
+        kept, self._kept = self._kept, deque()
+        for request in kept:
+            self.push(request)
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
         future = asyncio.ensure_future(call)
@@ -437,6 +554,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                     if self.politeness.now() - self._called_at >= LISTEN:
                         await self._evalsha(client, "join", [])
                     woken = await client.call("BLPOP", self._wake_key, LISTEN)
+                except RedisConnectionError as exc:
+                    self._listening = False
+                    self._unreachable(exc)
+                    await asyncio.sleep(LISTEN)
+                    continue
                 except Exception as exc:
                     self._listening = False
                     self._say_once(f"The shared queue could not wait on its wake list ({exc})")
@@ -458,14 +580,25 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             return self._spent.popleft()
         self._start_listening()
         now = self.politeness.now()
-        if now < self._none_before and not self._ends:
+        if not self._may_call(now):
+            return self._kept.popleft() if self._kept else None
+        if now < self._none_before and not self._ends and not self._away:
             # Redis said nothing is ready before then, and nothing changed here.
             self._waker.wake_in(self._none_before - now)
             return None
         # Without the gate no end is seen: a unit is not held for a request's lease.
         lease = self._lease if self.politeness.tracking else 0
-        args = [lease, int(GRACE * 1_000_000), *self._told_ends()]
-        data, wait, count = self._call("pop", args)
+        ends = self._take_ends()
+        try:
+            self._pops += 1
+            numbers = [self._pops, self._popped]
+            told = self._told(ends)
+            data, wait, count = self._call("pop", [lease, int(GRACE * 1_000_000), *numbers, *told])
+        except REDIS_AWAY as exc:
+            self._keep_ends(ends)
+            self._unreachable(exc)
+            return self._kept.popleft() if self._kept else None
+        self._reachable()
         self._count(count, now)
         if not data:
             # Nothing ready here before *wait*: the engine asks again after every
@@ -483,6 +616,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._none_before = now + seconds
             self._waker.wake_in(seconds)
             return None
+        self._popped = self._pops
         request = request_from_dict(self.serializer.loads(data), spider=self.spider)
         self.politeness.released(request, self.politeness.unit(request))
         return request
@@ -509,18 +643,19 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         next pop (the engine asks for a request as soon as one ends)."""
         now = self.politeness.now()
         self._ends.append((unit, floor, known, now))
-        if self._client is not None and _loop_running():
+        if self._client is not None and _loop_running() and not self._away:
             ready = max(now + floor, self.politeness.held_until(unit))
-            self._in_background(self._tell(self._told_ends(), ready))
+            self._in_background(self._tell(self._take_ends(), ready))
 
-    async def _tell(self, ends: list[str | int], ready: float) -> None:
+    async def _tell(self, ends: list[_End], ready: float) -> None:
         try:
-            queued = await self._evalsha(self._client, "ended", ends)
-        except Exception as exc:  # the unit's lease ends its hold all the same
-            self._say_once(
-                f"The shared queue could not tell Redis a request ended ({exc}): its "
-                "unit is held for the request's lease"
-            )
+            queued = await self._evalsha(self._client, "ended", self._told(ends))
+        except Exception as exc:  # told with the next call
+            self._keep_ends(ends)
+            if isinstance(exc, RedisConnectionError):
+                self._unreachable(exc)
+            else:
+                self._say_once(f"The shared queue could not tell Redis a request ended ({exc})")
             return
         if queued:
             # The unit has requests queued, ready at *ready*: the engine asks Redis
@@ -534,14 +669,21 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._none_before = min(self._none_before, ready)
         self._waker.wake_in(ready - self.politeness.now())
 
-    def _told_ends(self) -> list[str | int]:
-        """The ends noted since the last call, as the scripts take them (_ENDS)."""
+    def _take_ends(self) -> list[_End]:
+        """The ends noted since the last call; to :meth:`_keep_ends` if it fails."""
+        ends, self._ends = self._ends, []
+        return ends
+
+    def _keep_ends(self, ends: list[_End]) -> None:
+        self._ends[:0] = ends
+
+    def _told(self, ends: list[_End]) -> list[str | int]:
+        """*ends* as the scripts take them (_ENDS)."""
         now = self.politeness.now()
         told: list[str | int] = []
-        for unit, floor, known, ended in self._ends:
+        for unit, floor, known, ended in ends:
             ready = max(ended + floor, self.politeness.held_until(unit))
             told += [unit, int(floor * 1_000_000), int(known), int((ready - now) * 1_000_000)]
-        self._ends = []
         return told
 
     async def close(self, spider: Any = None) -> None:
@@ -549,28 +691,44 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         ends in flight, tell Redis the ends no pop took (the other processes would
         otherwise wait for this one's units until their leases end), and leave the
         fleet: no new unit is given to this process, and its units go to the
-        processes that ask once their grace ends."""
-        if self._listener is not None:
-            self._listener.cancel()
+        processes that ask once their grace ends.  Requests kept while Redis was
+        away are given to it, or said lost."""
+        for task in (self._listener, self._prober):
+            if task is not None:
+                task.cancel()
+        self._away = False  # one last try for the requests kept while it was
+        self._share_kept()
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
-        ends = self._told_ends()
-        if self._client is None:  # blocking, as every call of this process
-            if ends:
-                self._call("ended", ends)
-            self.server.zrem(self.keys[4], self._id)
+        if self._kept:
+            logger.error(
+                "The shared queue closes with %d request(s) scheduled while Redis was "
+                "away and not given to it since: they are lost",
+                len(self._kept),
+            )
             return
+        told = self._told(self._take_ends())
         try:
-            if ends:
-                await self._evalsha(self._client, "ended", ends)
+            if self._client is None:  # blocking, as every call of this process
+                if told:
+                    self._call("ended", told)
+                self.server.zrem(self.keys[4], self._id)
+                self.server.delete(self.keys[6])
+                return
+            if told:
+                await self._evalsha(self._client, "ended", told)
             await self._client.call("ZREM", self.keys[4], self._id)
-        except Exception as exc:  # the leases end the holds, and SEEN the stay
+            await self._client.call("DEL", self.keys[6])
+        except (*REDIS_AWAY, RedisConnectionError) as exc:  # the leases end the holds
             self._say_once(f"The shared queue could not tell Redis it closes ({exc})")
-        self._client.close()
+        finally:
+            if self._client is not None:
+                self._client.close()
 
     def clear(self) -> None:
         units = self.server.zrange(self.keys[0], 0, -1)
         names = [self._list_prefix + unit.decode() for unit in units]
-        for pattern in (f"{self.keys[3]}:*", f"{self.key}:wake:*"):  # owners' sets, wakes
+        # The owners' sets, the wake lists, the processes' last requests.
+        for pattern in (f"{self.keys[3]}:*", f"{self.key}:wake:*", f"{self.key}:taken:*"):
             names += self.server.scan_iter(match=pattern)
         self.server.delete(*self.keys, *names)
