@@ -717,7 +717,7 @@ def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_
 
 def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes_nothing():
     """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
-    fleet through ``REDIS_URL``), 2 processes, 40 hosts × 6 pages linked from one seed.
+    fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from one seed.
     Redis stops once 40 pages are in, and comes back 6 s later from its append-only
     file.  An unreachable queue is not an empty one: no process closes for want of
     work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every page is fetched once, no host

@@ -64,16 +64,20 @@ from ._waker import EngineWaker
 if TYPE_CHECKING:
     from scrapy import Request, Spider
 
+#: What a call raises when Redis cannot be reached or does not answer (redis-py's
+#: errors, and this package's client's).
+REDIS_AWAY: tuple[type[Exception], ...] = (OSError, RedisConnectionError)
 try:
-    from redis.exceptions import ConnectionError as _Unreachable
-    from redis.exceptions import TimeoutError as _Unanswered
+    import redis.exceptions
     from scrapy_redis.queue import Base
+
+    REDIS_AWAY = (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        RedisConnectionError,
+    )
 except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
-    _Unreachable = _Unanswered = OSError
-
-#: What a blocking call raises when Redis cannot be reached or does not answer.
-REDIS_AWAY = (_Unreachable, _Unanswered)
 
 _NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 #: Every script's ARGV begins so: the prefix of the units' list keys, the prefix of
@@ -719,7 +723,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                 await self._evalsha(self._client, "ended", told)
             await self._client.call("ZREM", self.keys[4], self._id)
             await self._client.call("DEL", self.keys[6])
-        except (*REDIS_AWAY, RedisConnectionError) as exc:  # the leases end the holds
+        except REDIS_AWAY as exc:  # the leases end the holds
             self._say_once(f"The shared queue could not tell Redis it closes ({exc})")
         finally:
             if self._client is not None:
