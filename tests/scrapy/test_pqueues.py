@@ -151,3 +151,27 @@ async def test_requests_handed_out_early_never_fill_the_downloader():
         site.close()
     assert len(crawler.spider.seen) == 36
     assert 1 <= crawler.stats.get_value("test/early_max") <= 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_requests_a_robots_txt_refuses_go_at_once_and_the_others_keep_their_order(
+    site, other_site
+):
+    """One host, two authorities (two ports of 127.0.0.1): the site's robots.txt allows
+    everything with a Crawl-delay, the other's answers 500 (unreachable: it refuses
+    every page).  With Scrapy's breadth-first recipe (FIFO queues), the refused
+    requests are handed out at once, and the allowed ones reach the site in the
+    order they were scheduled (the unit's queue was emptied and refilled, which
+    reversed it)."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.2\n")
+    other_site.route("/robots.txt", status=500)
+    urls = []
+    for n in range(5):
+        urls += [f"{site.url}/p/{n}", f"{other_site.url}/q/{n}"]
+    crawler = await crawl(urls, SCHEDULER_MEMORY_QUEUE="scrapy.squeues.FifoMemoryQueue", **ADDON)
+    pages = [hit.path for hit in site.hits if hit.path != "/robots.txt"]
+    assert sorted(pages) == [f"/p/{n}" for n in range(5)]
+    # The first page went before the floor was known, and was handed back: last.
+    assert [page for page in pages if page != "/p/0"] == [f"/p/{n}" for n in range(1, 5)]
+    assert other_site.paths() == ["/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/forbidden") == 5

@@ -123,6 +123,8 @@ class HostReadyPriorityQueue:
         self._heap: list[tuple[float, int, str]] = []  # (ready at, order, unit key)
         self._parked: set[str] = set()  # units with as many requests out as they may have
         self._decided: deque[Request] = deque()  # refused by a robots.txt at hand
+        # Units whose next requests a middleware may drop: looked at first (_hand_out).
+        self._looked_at: deque[str] = deque()
         for unit, prios in (startprios or {}).items():
             queue = self.queues[unit] = self._queue(unit, prios)
             self._size += len(queue)
@@ -179,6 +181,9 @@ class HostReadyPriorityQueue:
     def pop(self) -> Request | None:
         if self._decided:
             return self._decided.popleft()
+        dropped = self._next_dropped()
+        if dropped is not None:
+            return dropped
         polite = self.politeness
         now = polite.now()
         heap = self._heap
@@ -204,7 +209,7 @@ class HostReadyPriorityQueue:
                 return None
             heapq.heappop(heap)
             request = self._pop_from(unit, now)
-            if request is None:  # its queue was emptied by _decide
+            if request is None:  # a queue that had nothing after all
                 continue
             if early:
                 request.meta[META_EARLY] = True
@@ -213,11 +218,18 @@ class HostReadyPriorityQueue:
         return None
 
     def _pop_from(self, unit: str, now: float) -> Request | None:
+        request = self._take(unit)
+        if unit in self.queues:
+            self._schedule(unit, now)  # behind the units already waiting: turns
+        if request is not None:
+            self.politeness.released(request, unit)
+        return request
+
+    def _take(self, unit: str) -> Request | None:
+        """The next request of *unit*'s queue; the queue is closed once empty."""
         queue = self.queues[unit]
         request = queue.pop()
-        if len(queue):
-            self._schedule(unit, now)  # behind the units already waiting: turns
-        else:
+        if not len(queue):
             del self.queues[unit]
             queue.close()
             if self.key:  # a JOBDIR crawl: reclaim the unit's folder, as Scrapy does
@@ -225,7 +237,6 @@ class HostReadyPriorityQueue:
                     Path(self.key, path_safe(unit)).rmdir()
         if request is not None:
             self._size -= 1
-            self.politeness.released(request, unit)
         return request
 
     def _decide(self, authority: str, entry: RobotsEntry | None) -> None:
@@ -237,39 +248,30 @@ class HostReadyPriorityQueue:
         self._hand_out(self.politeness.unit_of_host(urlsplit(authority).hostname or ""))
 
     def _hand_out_spent(self) -> None:
-        """A domain's budget was found spent: hand out at once the units whose next
-        request it drops."""
-        spent = self._offers.budget_spent
-        for unit, queue in list(self.queues.items()):
-            try:
-                request = queue.peek()
-            except NotImplementedError:  # a queue without peek: look at all of it
-                request = None
-                self._hand_out(unit)
-            if request is not None and spent is not None and spent(request):
-                self._hand_out(unit)
+        """A domain's budget was found spent: hand out at once the requests it drops."""
+        self._looked_at.extend(self.queues)
 
     def _hand_out(self, unit: str) -> None:
-        """Hand out at once *unit*'s queued requests that a middleware will drop
-        without reaching the site; the others are kept, in their order."""
-        queue = self.queues.get(unit)
-        if queue is None:
-            return
-        kept = []
-        while len(queue):
-            request = queue.pop()
-            if request is None:
-                break
-            self._size -= 1
-            if self._dropped_anyway(request):
-                self._decided.append(request)
-            else:
-                kept.append(request)
-        # Pushed back last first: popped again in the same order from Scrapy's default
-        # (LIFO) queues.
-        for request in reversed(kept):
-            queue.push(request)
-            self._size += 1
+        """Hand out at once, whatever the unit's readiness, the requests at the head of
+        *unit*'s queue that a middleware will drop without reaching the site, up to
+        the first it will not; the queue keeps its order (LIFO or FIFO)."""
+        if unit in self.queues:
+            self._looked_at.append(unit)
+
+    def _next_dropped(self) -> Request | None:
+        """The next request of a unit looked at (:meth:`_hand_out`) that a middleware
+        will drop, if any."""
+        while self._looked_at:
+            unit = self._looked_at[0]
+            queue = self.queues.get(unit)
+            try:
+                head = queue.peek() if queue is not None else None
+            except NotImplementedError:  # dropped in its turn, when the unit is ready
+                head = None
+            if head is not None and self._dropped_anyway(head):
+                return self._take(unit)
+            self._looked_at.popleft()
+        return None
 
     def close(self) -> dict[str, list[int]]:
         """The state a ``JOBDIR`` crawl resumes from: each unit's priorities."""
