@@ -57,6 +57,7 @@ SLOW_MODULES = {
     "test_crosscheck.py",
     "test_hostile_sites.py",
     "test_memory_estimate.py",
+    "test_politeness_unit.py",
     "test_pqueues.py",
 }
 SUBPROCESS_MODULES = {

@@ -4,13 +4,34 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
+from hypothesis import settings
 from twisted.internet.defer import Deferred
 
 from tests.budget.process_worker import DAY
 
-__all__ = ["BUDGET", "DAY", "REFUSE_ROBOTS_WRITES", "on_loop", "page_paths", "policy"]
+__all__ = [
+    "BUDGET",
+    "DAY",
+    "REFUSE_ROBOTS_WRITES",
+    "examples",
+    "on_loop",
+    "page_paths",
+    "policy",
+]
+
+#: Set by ``make test-fast`` (the quick loop): property tests try a tenth of their
+#: examples there; ``make test`` tries them all.
+QUICK = bool(os.environ.get("TESTS_QUICK"))
+
+
+def examples(count: int, **more: Any) -> settings:
+    """Hypothesis settings for a property test of *count* examples (fewer in the
+    quick loop), without a deadline (a loaded machine is no failure)."""
+    return settings(max_examples=max(count // 10, 10) if QUICK else count, deadline=None, **more)
+
 
 #: Settings of a crawl with the budget middleware (and the package's robots one).
 BUDGET: dict[str, Any] = {

@@ -10,12 +10,13 @@ import gc
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 
 from scrapy_rfc9309 import RobotsTxt
 from scrapy_rfc9309.robots import path_of
 from scrapy_rfc9309.robots._lexer import DEFAULT_MAX_BYTES
 from tests.core.fuzzing import BODIES, URLS, USER_AGENTS, parse_and_check
+from tests.helpers import examples
 
 
 def timed(function, *args):
@@ -121,7 +122,7 @@ def test_any_500_kib_body_parses_and_checks_in_well_under_a_second(line):
 # -- fuzzing (the long run: python -m tests.core.fuzz_long) ---------------------
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(500, suppress_health_check=[HealthCheck.too_slow])
 @given(BODIES, URLS, USER_AGENTS)
 def test_fuzz_parse_and_check_never_raise(body, url, user_agent):
     parse_and_check(body, url, user_agent)
@@ -196,21 +197,28 @@ def hostile_body(line: str) -> bytes:
     return (b"User-agent: *\n" + "".join(lines).encode())[:DEFAULT_MAX_BYTES]
 
 
+#: The quick loop (``make test-fast``) runs the first and the last; ``make test`` all.
+HOSTILE_LINES = [
+    "Disallow: /*{n}*ab",  # the rare piece in the path, the common one too early
+    "Disallow: /*{n}*zz",  # the rare piece in the path, the common one absent
+    "Disallow: /ab*{n}*a",  # a head every path of the site starts with
+    "Disallow: /*aaaaaaaaaa*{n}",  # a long common piece absent from the path
+    "Disallow: /*{n}",
+    "Disallow: /{n}",
+    "Disallow: /*%41{n}*ab",  # an escape to decode in every rule
+    "Disallow: /*{c}{n}*ab",  # a distinct character to encode in every rule
+    # Pieces each shared by 158 rules, all in the path: every rule a candidate
+    "Disallow: /*{i}*{j}*zz",  # a common piece absent
+    "Disallow: /*{i}*{j}$",  # tails that do not end the path
+    "Disallow: /*{j}*{i}",  # the pieces in the wrong order
+]
+
+
 @pytest.mark.parametrize(
     "line",
     [
-        "Disallow: /*{n}*ab",  # the rare piece in the path, the common one too early
-        "Disallow: /*{n}*zz",  # the rare piece in the path, the common one absent
-        "Disallow: /ab*{n}*a",  # a head every path of the site starts with
-        "Disallow: /*aaaaaaaaaa*{n}",  # a long common piece absent from the path
-        "Disallow: /*{n}",
-        "Disallow: /{n}",
-        "Disallow: /*%41{n}*ab",  # an escape to decode in every rule
-        "Disallow: /*{c}{n}*ab",  # a distinct character to encode in every rule
-        # Pieces each shared by 158 rules, all in the path: every rule a candidate
-        "Disallow: /*{i}*{j}*zz",  # a common piece absent
-        "Disallow: /*{i}*{j}$",  # tails that do not end the path
-        "Disallow: /*{j}*{i}",  # the pieces in the wrong order
+        pytest.param(line, marks=[] if n in (0, len(HOSTILE_LINES) - 1) else pytest.mark.slow)
+        for n, line in enumerate(HOSTILE_LINES)
     ],
 )
 def test_rfc_2_5_a_hostile_file_compiles_in_a_few_parses_and_checks_in_milliseconds(line):

@@ -3,11 +3,12 @@ the preferences that apply to a URL, with their lines; never a change of verdict
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_rfc9309.robots import RobotsTxt
 from scrapy_rfc9309.robots._preferences import parse_preference
+from tests.helpers import examples
 
 # The example robots.txt of draft-ietf-aipref-attach-05 §3.4.
 DRAFT_EXAMPLE = b"""User-Agent: *
@@ -132,7 +133,7 @@ base_lines = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(
     st.lists(base_lines, max_size=12),
     st.lists(st.tuples(st.integers(0, 12), preference_lines), max_size=6),

@@ -8,7 +8,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import RobotsTxt
@@ -16,6 +16,7 @@ from scrapy_rfc9309.robots import _grams, _onepass, _pieces, _prefixtree
 from scrapy_rfc9309.robots import _lexer as lexer
 from scrapy_rfc9309.robots._pattern import canonical, compile_pattern, pattern_texts
 from tests.core import reference_lexer
+from tests.helpers import examples
 
 
 def reference_match(pattern: str, path: str) -> bool:
@@ -36,13 +37,13 @@ patterns = st.text(alphabet="/ab*$", max_size=10).map(lambda s: "/" + s)
 paths = st.text(alphabet="/ab$", max_size=14).map(lambda s: "/" + s)
 
 
-@settings(max_examples=1000, deadline=None)
+@examples(1000)
 @given(patterns, paths)
 def test_fast_matcher_agrees_with_reference(pattern, path):
     assert compile_pattern(pattern).matches(path) is reference_match(pattern, path)
 
 
-@settings(max_examples=500, deadline=None)
+@examples(500)
 @given(st.binary(max_size=2000))
 def test_parsing_arbitrary_bytes_never_raises(body):
     robots = RobotsTxt.parse(body)
@@ -50,14 +51,14 @@ def test_parsing_arbitrary_bytes_never_raises(body):
     robots.crawl_delay("MyBot")
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.text(max_size=500), st.text(max_size=80))
 def test_parsing_and_checking_arbitrary_text_never_raises(body, url):
     robots = RobotsTxt.parse("User-agent: *\nDisallow: /\n" + body)
     robots.check(url, "MyBot")
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(
     st.lists(st.tuples(st.booleans(), patterns), max_size=8),
     paths,
@@ -71,14 +72,14 @@ prefixes = st.text(alphabet="ab", max_size=6).map(lambda s: "/" + s)
 index_patterns = st.one_of(prefixes, prefixes, patterns)
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), min_size=17, max_size=40), paths)
 def test_the_rule_index_splits_and_still_decides_like_the_reference(rules, path):
     """More rules than a leaf of the rule index holds (16): its inner nodes decide."""
     assert_decides_like_the_reference(rules, path)
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
 def test_the_heavy_check_decides_like_the_reference(rules, path):
     """With every check taken as heavy (see _grams.HEAVY_WORK), rules are first
@@ -90,7 +91,7 @@ def test_the_heavy_check_decides_like_the_reference(rules, path):
         assert_decides_like_the_reference(rules, path)
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.lists(st.tuples(st.booleans(), index_patterns), max_size=40), paths)
 # A longer prefix rule decides before a matching wildcard rule; and a segment found
 # first too early, then again where it may start.
@@ -245,13 +246,13 @@ raw_patterns = st.text(alphabet="/ab*$%2Fe\u00e9~", max_size=8).map(lambda s: "/
 raw_paths = st.text(alphabet="/ab$%2Fe\u00e9~", max_size=10).map(lambda s: "/" + s)
 
 
-@settings(max_examples=400, deadline=None)
+@examples(400)
 @given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
 def test_the_first_check_decides_like_the_rule_index_on_patterns_to_canonicalize(rules, path):
     assert_first_and_compiled_agree(rules, path)
 
 
-@settings(max_examples=400, deadline=None)
+@examples(400)
 @given(st.lists(st.tuples(st.booleans(), raw_patterns), max_size=10), raw_paths)
 def test_the_first_check_decides_like_the_piece_index_on_patterns_to_canonicalize(rules, path):
     with mock.patch.object(_prefixtree, "PIECE_INDEX_AT", -1):
@@ -295,7 +296,7 @@ def test_adversarial_wildcards_finish_fast():
     assert time.process_time() - start < 1.0
 
 
-@settings(max_examples=500, deadline=None)
+@examples(500)
 @given(st.text(alphabet="ab/", max_size=40), st.text(alphabet="ab/", max_size=20))
 def test_path_substrings_answer_like_in(path, literal):
     assert _grams.PathGrams(path).contains(literal) is (literal in path)
@@ -358,7 +359,7 @@ def parsed_from_records(body, lenient):
     )
 
 
-@settings(max_examples=400, deadline=None)
+@examples(400)
 @given(files, st.booleans())
 def test_parse_builds_what_the_record_stream_builds(body, lenient):
     assert model(RobotsTxt.parse(body, lenient=lenient)) == model(
@@ -391,7 +392,7 @@ text_patterns = st.text(alphabet="/ab*$%2aAfF7e\u00e9 \n\udcff~", max_size=12) |
 )
 
 
-@settings(max_examples=500, deadline=None)
+@examples(500)
 @given(st.lists(text_patterns, max_size=60))
 # A literal "$" and nothing else to change: the one thing to write in text form.
 @example(["/a$b", "/c"])
