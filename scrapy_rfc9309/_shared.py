@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.utils.httpobj import urlparse_cached
@@ -17,6 +17,8 @@ from .robots import product_token
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from .downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from .extensions.crawldelay import CrawlDelayThrottle
     from .robots import RobotsEntry
 
 #: Scrapy's ``robots_parsed`` signal (Scrapy >= 2.18); with an older Scrapy, a signal
@@ -79,9 +81,9 @@ class Offers:
         #: How many robots.txt fetches are in flight (requests wait for each).
         self.robots_fetching: Callable[[], int] | None = None
         #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
-        self.robots: Any = None
+        self.robots: RobotsTxtMiddleware | None = None
         #: The Crawl-delay throttle, for its gate (``None`` while it is off).
-        self.throttle: Any = None
+        self.throttle: CrawlDelayThrottle | None = None
         #: The robots middleware's answer to "is this request refused by a robots.txt
         #: already at hand?" (no fetch): the scheduler's queue hands such requests out
         #: at once, whatever their host's readiness, since they never reach the site.
