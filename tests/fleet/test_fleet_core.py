@@ -10,6 +10,7 @@ import redis
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from scrapy_rfc9309.fleet.spacing import FleetSpacing, SpacingError
 from tests.helpers import on_loop
+from tests.scrapy.test_unit_states import Floor
 
 
 @pytest.fixture
@@ -231,7 +232,7 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     queue.clear()
     polite = politeness(crawler)
     polite.tracking = True  # as the gate does: it sees every end
-    polite.floor = lambda unit: 0.001  # every end is told: the unit is ready 1 ms later
+    polite.limit_by(Floor(0.001))  # every end is told: the unit is ready 1 ms later
 
     async def crawl(requests):
         for n in range(requests):

@@ -9,14 +9,24 @@ import logging
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.extensions.crawldelay import CrawlDelayThrottle
-from scrapy_rfc9309.extensions.crawldelay._politeness import INFINITY, Politeness
+from scrapy_rfc9309.extensions.crawldelay._politeness import INFINITY, NoLimits, Politeness
 
 A, B = "http://a.com", "http://b.com"
 
 
+class Floor(NoLimits):
+    """Every unit floored *seconds*, none held."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = self.max_floor = seconds
+
+    def floor(self, key: str) -> float:
+        return self.seconds
+
+
 def politeness(floor: float = 0.0) -> Politeness:
     polite = Politeness(lambda host: host)
-    polite.floor = lambda key: floor
+    polite.limit_by(Floor(floor))
     polite.now = lambda: 100.0
     return polite
 

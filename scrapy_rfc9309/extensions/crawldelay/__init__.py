@@ -79,16 +79,14 @@ class CrawlDelayThrottle:
         self._backoff: Backoff | None = None
         if config.backoff is not None:
             self._backoff = Backoff(crawler, config.backoff, self._fleet, polite.changed)
-            polite.held_until = self._backoff.held_until
             crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
             crawler.signals.connect(self._backoff.close, signal=signals.spider_closed)
-        polite.floor = self.floor
         self.policy: BudgetPolicy | None = None
         settings = crawler.settings
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
         self._default_delay, self._slot_delays = config.default_delay, config.slot_delays
-        polite.max_floor = max(
+        self.max_floor = max(
             self.max_delay,
             self._default_delay,
             *self._slot_delays.values(),
@@ -101,6 +99,7 @@ class CrawlDelayThrottle:
         self._site_delays: dict[str, dict[str, float]] = {}
         self._learnt: set[str] = set()  # hosts whose configured and policy delays are known
         self.gate_enabled = False  # set by the gate: the start-up check wants it
+        polite.limit_by(self)
         self._holds_poll: AsyncioLoopingCall | LoopingCall | None = None
         self._stall_after = config.stall_after
         backoff = config.backoff
@@ -134,6 +133,10 @@ class CrawlDelayThrottle:
         the next, in seconds."""
         backoff = self._backoff.delay(key) if self._backoff is not None else 0.0
         return max(self._default_delay, backoff, *self._site_delays.get(key, {}).values())
+
+    def held_until(self, key: str) -> float:
+        """Until when unit *key* is held (it asked to slow down), on the monotonic clock."""
+        return self._backoff.held_until(key) if self._backoff is not None else 0.0
 
     # -- what the sites and the settings ask for --------------------------
 

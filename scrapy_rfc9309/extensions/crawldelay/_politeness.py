@@ -49,7 +49,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from scrapy.utils.httpobj import urlparse_cached
 
@@ -81,27 +81,42 @@ class _Reading:
     redirected: bool = False
 
 
-def _no_floor(key: str) -> float:
-    return 0.0
+class Limits(Protocol):
+    """What a unit's sites and settings ask for (the throttle knows it)."""
+
+    #: The largest floor any unit may get (seconds): ends older than that are forgotten.
+    max_floor: float
+
+    def floor(self, key: str) -> float:
+        """The least time from the end of one request of unit *key* to the start of
+        the next (seconds)."""
+
+    def held_until(self, key: str) -> float:
+        """Until when unit *key* is held (it asked to slow down), on the monotonic clock."""
 
 
-def _never_held(key: str) -> float:
-    return 0.0
+class NoLimits:
+    """No unit has a floor or a hold (the throttle is off)."""
+
+    max_floor = 0.0
+
+    def floor(self, key: str) -> float:
+        return 0.0
+
+    def held_until(self, key: str) -> float:
+        return 0.0
 
 
 class Politeness:
     """The readiness of every politeness unit of one crawl.
 
-    *unit_of_host* gives a host's unit key; the throttle sets :attr:`floor` and
-    :attr:`held_until` (without it, no unit has either) and :attr:`max_floor` (the
-    largest floor any unit may get: ends older than that are forgotten).
+    *unit_of_host* gives a host's unit key; *limits* (the throttle's, given with
+    :meth:`limit_by`) each unit's floor and hold.
     """
 
     def __init__(self, unit_of_host: Callable[[str], str]) -> None:
         self.unit_of_host = unit_of_host
-        self.floor: Callable[[str], float] = _no_floor
-        self.held_until: Callable[[str], float] = _never_held
-        self.max_floor = 0.0
+        self.limits: Limits = NoLimits()
         #: A request handed out as ready that must wait longer than this (seconds) is
         #: handed back to the scheduler rather than hold a place; a queue whose push
         #: and pop block on a network (a fleet's) raises it: waiting is cheaper there.
@@ -137,6 +152,16 @@ class Politeness:
         #: Called with each released request when it is done, its unit key, and
         #: whether it reached the site.
         self.on_finished: list[Callable[[Request, str, bool], None]] = []
+
+    def limit_by(self, limits: Limits) -> None:
+        """From now on, floors and holds are those of *limits*."""
+        self.limits = limits
+
+    def floor(self, key: str) -> float:
+        return self.limits.floor(key)
+
+    def held_until(self, key: str) -> float:
+        return self.limits.held_until(key)
 
     def unit(self, request: Request) -> str:
         """The unit key of *request*."""
@@ -285,7 +310,7 @@ class Politeness:
                 done(key)
 
     def _sweep(self, now: float) -> None:
-        horizon = now - self.max_floor
+        horizon = now - self.limits.max_floor
         for key in [key for key, end in self._last_end.items() if end < horizon]:
             del self._last_end[key]
 
