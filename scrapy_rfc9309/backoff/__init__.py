@@ -4,7 +4,7 @@ keeps requests from starting."""
 
 from __future__ import annotations
 
-from ._holds import HostBackoff, HostRecord, Incident
+from ._holds import Incident, UnitBackoff, UnitRecord
 from ._retryafter import RetryAfter, parse_retry_after
 
-__all__ = ["HostBackoff", "HostRecord", "Incident", "RetryAfter", "parse_retry_after"]
+__all__ = ["Incident", "RetryAfter", "UnitBackoff", "UnitRecord", "parse_retry_after"]

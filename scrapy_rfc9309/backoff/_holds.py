@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 
 @dataclass(slots=True)
-class HostRecord:
+class UnitRecord:
     """One host's incidents and holds."""
 
     incidents: int = 0  # since it was last forgiven
@@ -44,7 +44,7 @@ class Incident:
     capped: bool = False
 
 
-class HostBackoff:
+class UnitBackoff:
     def __init__(
         self,
         *,
@@ -63,14 +63,14 @@ class HostBackoff:
         self._delay = delay
         self.jitter = jitter
         self._random = (rng or random.Random()).random
-        self.records: dict[str, HostRecord] = {}
+        self.records: dict[str, UnitRecord] = {}
 
     def incident(self, key: str, now: float, retry_after: float | None) -> Incident:
         """Host *key* answered "slow down" at *now*, with *retry_after* seconds if its
         answer said (``None``: it did not, or not usably)."""
         record = self.records.get(key)
         if record is None:
-            record = self.records[key] = HostRecord()
+            record = self.records[key] = UnitRecord()
         elif self._forgiven(record, now):
             record.incidents = 0
         new = now >= record.until
@@ -96,16 +96,16 @@ class HostBackoff:
         (it is not this process's incident: its report leaves it out)."""
         record = self.records.get(key)
         if record is None:
-            record = self.records[key] = HostRecord()
+            record = self.records[key] = UnitRecord()
         record.until = max(record.until, now + seconds)
 
-    def _hold(self, record: HostRecord, now: float, seconds: float) -> None:
+    def _hold(self, record: UnitRecord, now: float, seconds: float) -> None:
         until = now + seconds
         if until > record.until:
             record.held += until - max(record.until, now)
             record.until = until
 
-    def _forgiven(self, record: HostRecord, now: float) -> bool:
+    def _forgiven(self, record: UnitRecord, now: float) -> bool:
         return now - record.until > self.forgive_after
 
     def held_until(self, key: str) -> float:
@@ -121,7 +121,7 @@ class HostBackoff:
             return 0.0
         return self._delay
 
-    def report(self, now: float) -> list[tuple[str, float, HostRecord]]:
+    def report(self, now: float) -> list[tuple[str, float, UnitRecord]]:
         """The hosts this process held, each with the seconds it was held until *now*
         (the end of a crawl: a hold that outlasts it counts up to then), the longest
         held first."""

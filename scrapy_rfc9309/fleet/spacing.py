@@ -7,17 +7,17 @@ it ended (``end``), until when a process holds it for a request on the wire
 atomic scripts on the server's clock (``TIME``), so the machines' clocks do not
 matter:
 
-* ``acquire``: if nobody holds the host and ``floor`` has passed since ``end``, hold
+* ``acquire``: if nobody holds the unit and ``floor`` has passed since ``end``, hold
   it for at most ``lease`` seconds and answer 0 (start now); else answer how long to
   wait before asking again;
-* ``release``: the request ended now (``end = now``), nobody holds the host.
+* ``release``: the request ended now (``end = now``), nobody holds the unit.
 
-So the fleet's next request to a host starts no earlier than ``floor`` after the
-previous one ended, whichever process sent either.  A host that asked to slow down
-is held (``hold``): ``acquire`` answers "wait" until then, and the host is listed in
+So the fleet's next request to a unit starts no earlier than ``floor`` after the
+previous one ended, whichever process sent either.  A unit that asked to slow down
+is held (``hold``): ``acquire`` answers "wait" until then, and the unit is listed in
 ``{prefix}-holds``, a sorted set by the end of each hold, which every process reads
-(:meth:`FleetSpacing.holds`) to hold the host too.  A process killed mid-request
-holds its hosts until their lease runs out.  Keys expire after ten idle minutes (a
+(:meth:`FleetSpacing.holds`) to hold the unit too.  A process killed mid-request
+holds its units until their lease runs out.  Keys expire after ten idle minutes (a
 lowered floor is forgotten then).  Pure asyncio: no Scrapy, no Twisted.
 """
 
@@ -43,7 +43,7 @@ local busy = tonumber(stored[1]) or 0
 local last_end = tonumber(stored[2]) or 0
 local hold = tonumber(stored[4]) or 0
 """
-#: KEYS[1] = the host's key; ARGV = floor, lease, poll (microseconds).
+#: KEYS[1] = the unit's key; ARGV = floor, lease, poll (microseconds).
 #: Returns the microseconds to wait before asking again, 0 to start now.
 _ACQUIRE = (
     _NOW
@@ -57,9 +57,9 @@ busy = now + tonumber(ARGV[2])
     + _STORE
     + "return 0\n"
 )
-#: KEYS[1] = the host's key; ARGV[1] = floor (microseconds).
+#: KEYS[1] = the unit's key; ARGV[1] = floor (microseconds).
 _RELEASE = _NOW + _LOAD + "busy = now\nlast_end = now\n" + _STORE + "return 1\n"
-#: KEYS[1] = the host's key; ARGV = floor (0), the hold (microseconds from now).
+#: KEYS[1] = the unit's key; ARGV = floor (0), the hold (microseconds from now).
 _HOLD = (
     _NOW
     + _LOAD
@@ -70,7 +70,7 @@ redis.call('HSET', KEYS[1], 'hold', string.format('%.0f', hold))
     + _STORE
     + "return 1\n"
 )
-#: KEYS[1] = the holds' sorted set; ARGV = host, the hold (microseconds from now).
+#: KEYS[1] = the holds' sorted set; ARGV = unit, the hold (microseconds from now).
 _ANNOUNCE = (
     _NOW
     + """
@@ -81,7 +81,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
 return 1
 """
 )
-#: KEYS[1] = the holds' sorted set.  Returns {host, microseconds left, ...}.
+#: KEYS[1] = the holds' sorted set.  Returns {unit, microseconds left, ...}.
 _HOLDS = (
     _NOW
     + """
@@ -92,8 +92,8 @@ return held
 """
 )
 
-#: While another process holds a host, ask again at least this often (seconds), so
-#: that a host with no floor yet (its robots.txt on the wire) is not polled endlessly.
+#: While another process holds a unit, ask again at least this often (seconds), so
+#: that a unit with no floor yet (its robots.txt on the wire) is not polled endlessly.
 POLL_MIN = 0.05
 
 
@@ -103,7 +103,7 @@ class SpacingError(Exception):
 
 class FleetSpacing:
     """``await spacing.acquire("example.com", 1.0, 190)`` -> seconds to wait before
-    asking again (0: start now, the host is held for at most 190 s);
+    asking again (0: start now, the unit is held for at most 190 s);
     ``await spacing.release("example.com", 1.0)`` once that request ended."""
 
     def __init__(self, url: str, prefix: str = "rfc9309:spacing", timeout: float = 2.0):
@@ -111,32 +111,32 @@ class FleetSpacing:
         self._holds_key = f"{prefix}-holds"
         self._redis = fleet_client(url, timeout)
 
-    async def acquire(self, host: str, floor: float, lease: float) -> float:
+    async def acquire(self, unit: str, floor: float, lease: float) -> float:
         poll = max(floor, POLL_MIN)
-        waited = await self._eval(_ACQUIRE, host, floor, lease, poll)
+        waited = await self._eval(_ACQUIRE, unit, floor, lease, poll)
         return max(int(waited), 0) / 1_000_000
 
-    async def release(self, host: str, floor: float) -> None:
-        await self._eval(_RELEASE, host, floor)
+    async def release(self, unit: str, floor: float) -> None:
+        await self._eval(_RELEASE, unit, floor)
 
-    async def hold(self, host: str, seconds: float) -> None:
-        """No process starts a request to *host* for *seconds* (it asked to slow
+    async def hold(self, unit: str, seconds: float) -> None:
+        """No process starts a request to *unit* for *seconds* (it asked to slow
         down), and the others find it in :meth:`holds`."""
-        await self._eval(_HOLD, host, 0.0, seconds)
+        await self._eval(_HOLD, unit, 0.0, seconds)
         micros = int(seconds * 1_000_000)
-        await self._call(_ANNOUNCE, self._holds_key, host, micros)
+        await self._call(_ANNOUNCE, self._holds_key, unit, micros)
 
     async def holds(self) -> list[tuple[str, float]]:
-        """The hosts held now, each with the seconds left."""
+        """The units held now, each with the seconds left."""
         reply = await self._call(_HOLDS, self._holds_key)
         return [
-            (host.decode(), int(left) / 1_000_000)
-            for host, left in zip(reply[::2], reply[1::2], strict=True)
+            (unit.decode(), int(left) / 1_000_000)
+            for unit, left in zip(reply[::2], reply[1::2], strict=True)
         ]
 
-    async def _eval(self, script: str, host: str, *seconds: float) -> int:
+    async def _eval(self, script: str, unit: str, *seconds: float) -> int:
         args = [int(value * 1_000_000) for value in seconds]
-        return int(await self._call(script, unit_key(self.prefix, host), *args))
+        return int(await self._call(script, unit_key(self.prefix, unit), *args))
 
     async def _call(self, script: str, key: str, *args: bytes | str | int) -> Any:
         sha = _SHAS[script]

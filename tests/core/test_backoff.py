@@ -7,7 +7,7 @@ from email.utils import formatdate
 
 import pytest
 
-from scrapy_rfc9309.backoff import HostBackoff, parse_retry_after
+from scrapy_rfc9309.backoff import UnitBackoff, parse_retry_after
 from scrapy_rfc9309.backoff._retryafter import FOREVER
 
 NOW = 1_700_000_000.0  # seconds since the epoch
@@ -66,7 +66,7 @@ def backoff(**options):
         "delay": 1.0,
         "jitter": 0.0,
     }
-    return HostBackoff(**{**defaults, **options})
+    return UnitBackoff(**{**defaults, **options})
 
 
 def test_without_retry_after_the_hold_doubles_per_incident_up_to_the_maximum():

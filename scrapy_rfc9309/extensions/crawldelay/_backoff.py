@@ -19,7 +19,8 @@ from collections.abc import Callable
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from ...backoff import HostBackoff, parse_retry_after
+from ...backoff import UnitBackoff, parse_retry_after
+from ._units import unit_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: The close report names at most this many hosts (the longest held).
-REPORTED_HOSTS = 10
+REPORTED_UNITS = 10
 
 
 class Backoff:
@@ -46,8 +47,9 @@ class Backoff:
         changed: Callable[[str], None],
     ) -> None:
         self.stats = crawler.stats
+        self.unit_name = unit_name(crawler.settings)
         self.codes = config.codes
-        self.hosts = HostBackoff(
+        self.hosts = UnitBackoff(
             start=config.start,
             maximum=config.maximum,
             forgive_after=config.forgive_after,
@@ -125,18 +127,19 @@ class Backoff:
         if not held:
             return
         total = sum(seconds for _, seconds, _ in held)
-        self.stats.set_value("backoff/hosts_held", len(held))
+        self.stats.set_value("backoff/units_held", len(held))
         self.stats.set_value("backoff/held_seconds", round(total, 3))
         lines = []
-        for key, seconds, record in held[:REPORTED_HOSTS]:
+        for key, seconds, record in held[:REPORTED_UNITS]:
             largest = record.largest_retry_after
             said = f", largest Retry-After {largest:.6g} s" if largest is not None else ""
             lines.append(f"  {key}: {record.holds} hold(s), {seconds:.1f} s held{said}")
-        if len(held) > REPORTED_HOSTS:
-            lines.append(f"  and {len(held) - REPORTED_HOSTS} more host(s)")
+        if len(held) > REPORTED_UNITS:
+            lines.append(f"  and {len(held) - REPORTED_UNITS} more {self.unit_name}(s)")
         logger.info(
-            "Backed off %d host(s) that asked to slow down, %.1f s held in all:\n%s",
+            "Backed off %d %s(s) that asked to slow down, %.1f s held in all:\n%s",
             len(held),
+            self.unit_name,
             total,
             "\n".join(lines),
         )

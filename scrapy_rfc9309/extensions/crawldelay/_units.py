@@ -83,6 +83,11 @@ def _sites(settings: BaseSettings) -> frozenset[str]:
     return frozenset(normalise_host(entry) for entry in value)
 
 
+def unit_name(settings: BaseSettings) -> str:
+    """What a unit is, for log lines: ``host`` or ``domain`` (``CRAWLDELAY_UNIT``)."""
+    return choice(with_defaults(settings, CRAWLDELAY_DEFAULTS), "CRAWLDELAY_UNIT", CRAWLDELAY_UNITS)
+
+
 def unit_of_host(settings: BaseSettings) -> Callable[[str], str]:
     """The unit key of a host name, by ``CRAWLDELAY_UNIT`` (and ``CRAWLDELAY_SITES``)."""
     settings = with_defaults(settings, CRAWLDELAY_DEFAULTS)
