@@ -97,12 +97,18 @@ def wait_all(fleet, timeout=120, logs=None):
     """Each process's stats; with a *logs* list, their logs are appended to it."""
     deadline = time.monotonic() + timeout
     outputs = []
-    for process in fleet:
-        stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
-        assert process.returncode == 0, stderr[-3000:]
-        outputs.append(json.loads(stdout.strip().splitlines()[-1]))
-        if logs is not None:
-            logs.append(stderr)
+    try:
+        for process in fleet:
+            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+            assert process.returncode == 0, stderr[-3000:]
+            outputs.append(json.loads(stdout.strip().splitlines()[-1]))
+            if logs is not None:
+                logs.append(stderr)
+    finally:  # a failed test leaves no crawl running
+        for process in fleet:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     return outputs
 
 
