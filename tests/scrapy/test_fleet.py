@@ -554,10 +554,14 @@ def test_a_polite_shared_queue_wakes_an_idle_owner_at_once(fleet_redis):
             # a process with nothing to do between waves stays open through them all.
             MAX_IDLE_TIME_BEFORE_CLOSE=20,
         )
-        wait_all(start_fleet(settings, [site.url(site.hosts[0], "/s/0")], processes=2))
+        stats = wait_all(start_fleet(settings, [site.url(site.hosts[0], "/s/0")], processes=2))
     finally:
         site.close()
     assert sum(fetched.values()) == waves * links
+    # The wakes download nothing: every request the downloaders sent reached the site.
+    assert sum(s["crawldelay/engine_wakes"] for s in stats) > 0
+    sent = sum(s["downloader/request_count"] for s in stats)
+    assert sent == sum(len(hits) for hits in site.arrivals.values())
     # About 10 each (a wave's 5 new units go in turn); one taken after its grace, at most.
     assert len(fetched) == 2 and min(fetched.values()) >= 8, fetched
 

@@ -3,10 +3,12 @@
 The engine asks when a request ends, when one is scheduled, and at its heartbeat
 (every few seconds).  A queue shared by a fleet's processes may have a unit become
 ready, or another process push one, while nothing of this process ends: it needs the
-engine to ask sooner.  Scrapy has no public call for that, but every download it
-makes ends with the engine asking its scheduler, so the waker downloads a ``data:``
-URL through the engine's public ``download_async``: no network, no site, one request
-in Scrapy's downloader stats, counted in ``crawldelay/engine_wakes``.
+engine to ask sooner.  Scrapy has no call for just that, but ``engine.crawl(request)``
+schedules a request and has the engine look at its scheduler, and a
+``request_scheduled`` handler that raises ``IgnoreRequest`` drops the request before
+it reaches the scheduler (documented since Scrapy 2.11.2).  So the waker crawls a
+request of its own and drops it there: nothing is queued, downloaded or logged; the
+engine looks.  Counted in ``crawldelay/engine_wakes``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import CallLaterResult, call_later
-from scrapy.utils.defer import deferred_from_coro
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,6 +44,7 @@ class EngineWaker:
         self.crawler = crawler
         self._pending: CallLaterResult | None = None
         self._due = 0.0
+        crawler.signals.connect(self._drop_own, signal=signals.request_scheduled)
 
     def wake_in(self, seconds: float) -> None:
         seconds = max(seconds, 0.01)
@@ -59,10 +62,15 @@ class EngineWaker:
             engine = self.crawler.engine
         except RuntimeError:  # Scrapy 2.19: no engine yet (the crawl never started)
             return
-        if engine is None or not engine.running:
+        if engine is None or not engine.running or engine.spider is None:
             return
         self.crawler.stats.inc_value("crawldelay/engine_wakes")
         request = Request("data:,", callback=NO_CALLBACK, dont_filter=True, meta={META_WAKE: True})
-        deferred_from_coro(engine.download_async(request)).addErrback(
-            lambda failure: logger.debug("Waking the engine failed: %s", failure.value)
-        )
+        try:
+            engine.crawl(request)
+        except Exception as exc:  # the crawl is closing
+            logger.debug("Waking the engine failed: %s", exc)
+
+    def _drop_own(self, request: Request, spider: Any = None) -> None:
+        if request.meta.get(META_WAKE):
+            raise IgnoreRequest
