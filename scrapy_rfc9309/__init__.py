@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from .robots import RobotsTxt, Verdict, product_token
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Addon",

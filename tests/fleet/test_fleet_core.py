@@ -314,3 +314,43 @@ async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
     assert None not in taken
     await on_loop(second.close())
     second.clear()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_request(url):
+    """Earlier versions named the shared queue's keys after hosts (``:hosts``,
+    ``:host:{unit}``).  A fleet stopped and started again on this version finds its
+    queue: the first process to open it renames the old keys (``:units``,
+    ``:unit:{unit}``), and every request queued is still there."""
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    def opened():
+        crawler = get_crawler()
+        crawler.spider = Spider.from_crawler(crawler, "queue")
+        return HostReadyRedisQueue(server, crawler.spider, "old", picklecompat)
+
+    server = redis.Redis.from_url(url)
+    hosts = ("a.example", "b.example")
+    queue = opened()
+    queue.clear()
+    for host in hosts:
+        for n in range(2):
+            queue.push(Request(f"http://{host}/{n}", meta={"download_slot": host}))
+    await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
+    await on_loop(queue.close())
+    server.rename("old:units", "old:hosts")  # as an earlier version left them
+    for host in hosts:
+        server.rename(f"old:unit:{host}", f"old:host:{host}")
+    taken_over = opened()
+    assert len(taken_over) == 4
+    assert not server.exists("old:hosts", *(f"old:host:{host}" for host in hosts))
+    await on_loop(asyncio.sleep(2.6))  # the units' owner is gone: theirs after the grace
+    urls = set()
+    while (request := taken_over.pop()) is not None:
+        urls.add(request.url)
+    assert urls == {f"http://{host}/{n}" for host in hosts for n in range(2)}
+    await on_loop(taken_over.close())

@@ -125,6 +125,19 @@ end
 """
 #: No more than the common ARGV.
 _JOIN = _NOW + _SEEN + "return 1\n"
+#: Earlier versions named the units' sorted set and lists after hosts: KEYS[1] = the
+#: old set, KEYS[2] = the new one, ARGV = the old lists' prefix, the new one.  Renames
+#: the old keys if there are any and no new ones; returns 1 if it did.
+_TAKE_OVER = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+for _, unit in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if redis.call('EXISTS', ARGV[1] .. unit) == 1 then
+    redis.call('RENAME', ARGV[1] .. unit, ARGV[2] .. unit)
+  end
+end
+redis.call('RENAME', KEYS[1], KEYS[2])
+return 1
+"""
 #: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV[5] = the unit, ARGV[6] = the
 #: encoded request.  A new unit, or one whose owner is gone, is given to the
 #: processes seen lately, sorted, in turn; a unit that had nothing queued wakes its
@@ -325,7 +338,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self.keys = [
             f"{self.key}:{name}"
             for name in (
-                "hosts",
+                "units",
                 "count",
                 "floors",
                 "owners",
@@ -336,7 +349,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         ]
         self._pops = 0  # this process's pops: the last one's number
         self._popped = 0  # the number of the last pop whose request came
-        self._list_prefix = f"{self.key}:host:"
+        self._list_prefix = f"{self.key}:unit:"
         wake_prefix = f"{self.key}:wake:"  # each process's wake list: this, its id
         self._wake_key = wake_prefix + self._id
         #: The ARGV every script begins with (see _SEEN).
@@ -385,6 +398,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._listening = False  # the wake list is waited on
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self.close, signal=signals.spider_closed)
+        old = [f"{self.key}:hosts", self.keys[0]], [f"{self.key}:host:", self._list_prefix]
+        if server.eval(_TAKE_OVER, 2, *old[0], *old[1]):
+            logger.info("The shared queue renamed the keys an earlier version left: %s", old)
         # Seen from the start (scrapy-redis opens its queue as the crawl opens): the
         # units pushed before this process's first pop are shared with it too.
         self._call("join", [])
