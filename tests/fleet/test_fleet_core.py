@@ -354,3 +354,45 @@ async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_r
         urls.add(request.url)
     assert urls == {f"http://{host}/{n}" for host in hosts for n in range(2)}
     await on_loop(taken_over.close())
+
+
+@pytest.mark.redis
+@pytest_twisted.ensureDeferred
+async def test_while_redis_is_away_the_shared_queue_crawls_what_it_schedules_and_shares_the_rest():
+    """Redis stops: the queue's count stays the last one seen (not empty), a request
+    scheduled meanwhile is handed out here, and one not handed out yet is pushed when
+    Redis answers again, with what Redis kept."""
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+    from tests.budget.redis_server import RedisServer
+
+    redis_server = RedisServer(durable=True)
+    crawler = get_crawler()
+    crawler.spider = Spider.from_crawler(crawler, "queue")
+    queue = HostReadyRedisQueue(
+        redis.Redis.from_url(redis_server.url), crawler.spider, "away", picklecompat
+    )
+    try:
+        queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
+        await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
+        assert len(queue) == 1
+        redis_server.stop()
+        await on_loop(asyncio.sleep(0.6))  # the count seen is no longer fresh
+        assert len(queue) == 1  # Redis cannot say: not empty
+        queue.push(Request("http://b.example/1", meta={"download_slot": "b.example"}))
+        queue.push(Request("http://c.example/1", meta={"download_slot": "c.example"}))
+        assert queue.pop().url == "http://b.example/1"  # kept here, handed out here
+        assert len(queue) == 2  # a.example/1 in Redis, c.example/1 here
+        redis_server.restart()
+        await on_loop(asyncio.sleep(1.5))  # a PING answers within a second
+        urls = {queue.pop().url}  # the pop that finds Redis back shares c.example/1
+        await on_loop(asyncio.sleep(0.05))
+        urls.add(queue.pop().url)
+        assert urls == {"http://a.example/1", "http://c.example/1"}
+        assert crawler.stats.get_value("fleet/queue_unreachable") >= 1
+    finally:
+        await on_loop(queue.close())
+        redis_server.stop()
