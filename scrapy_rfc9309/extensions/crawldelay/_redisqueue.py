@@ -125,7 +125,7 @@ end
 """
 #: No more than the common ARGV.
 _JOIN = _NOW + _SEEN + "return 1\n"
-#: Earlier versions named the units' sorted set and lists after hosts: KEYS[1] = the
+#: Version 0.1 named the units' sorted set and lists after hosts: KEYS[1] = the
 #: old set, KEYS[2] = the new one, ARGV = the old lists' prefix, the new one.  Renames
 #: the old keys if there are any and no new ones; returns 1 if it did.
 _TAKE_OVER = """
@@ -191,9 +191,9 @@ _ENDED = _NOW + _SEEN + _UNITS + "local first = 5\n" + _ENDS + "return queued\n"
 #: ARGV[8] = the number of the last pop whose request reached the process, then the
 #: ends of this process's requests since its last call (see _ENDS).  The last request
 #: popped is kept in KEYS[7] with its pop's number: if the process never got it (the
-#: reply was lost with the connection), this pop returns it again.  Returns {request or false,
-#: microseconds until a unit may be ready for this process or false, the requests
-#: left}.  The process takes a request of its own ready units, else of a unit ready
+#: reply was lost with the connection), this pop returns it again.  Returns
+#: {request or false, microseconds until a unit may be ready for this process or
+#: false, the requests left}.  The process takes a request of its own ready units, else of a unit ready
 #: for ``grace`` that its owner did not take (busy, slow or gone: a gone owner's
 #: unit becomes this process's).  A unit whose list the pop empties keeps its place
 #: (and its hold): a request pushed for it meanwhile waits for the hold too.  A
@@ -398,9 +398,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._listening = False  # the wake list is waited on
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self.close, signal=signals.spider_closed)
-        old = [f"{self.key}:hosts", self.keys[0]], [f"{self.key}:host:", self._list_prefix]
-        if server.eval(_TAKE_OVER, 2, *old[0], *old[1]):
-            logger.info("The shared queue renamed the keys an earlier version left: %s", old)
+        old_units, old_lists = f"{self.key}:hosts", f"{self.key}:host:"
+        if server.eval(_TAKE_OVER, 2, old_units, self.keys[0], old_lists, self._list_prefix):
+            logger.info(
+                "The shared queue renamed the keys version 0.1 left (%s, %s*)", old_units, old_lists
+            )
         # Seen from the start (scrapy-redis opens its queue as the crawl opens): the
         # units pushed before this process's first pop are shared with it too.
         self._call("join", [])
@@ -609,11 +611,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         # Without the gate no end is seen: a unit is not held for a request's lease.
         lease = self._lease if self.politeness.tracking else 0
         ends = self._take_ends()
+        self._pops += 1
+        args = [lease, int(GRACE * 1_000_000), self._pops, self._popped, *self._told(ends)]
         try:
-            self._pops += 1
-            numbers = [self._pops, self._popped]
-            told = self._told(ends)
-            data, wait, count = self._call("pop", [lease, int(GRACE * 1_000_000), *numbers, *told])
+            data, wait, count = self._call("pop", args)
         except REDIS_AWAY as exc:
             self._keep_ends(ends)
             self._unreachable(exc)
