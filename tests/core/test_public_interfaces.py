@@ -85,6 +85,8 @@ def test_the_check_finds_a_reach(tmp_path):
         "def f(crawler, slot, cls):\n"
         "    crawler.engine._slot.nextcall.schedule()\n"
         "    slot.__class__ = cls\n"
+        "    crawler.engine.downloader.needs_backout()\n"
+        "    crawler.engine.needs_backout()\n"
         "    return crawler.engine.downloader.slots\n"
     )
     found = reaches([sample])
@@ -93,4 +95,5 @@ def test_the_check_finds_a_reach(tmp_path):
     assert any("._slot" in reach for reach in found)
     assert any("__class__" in reach for reach in found)
     assert any(".slots" in reach for reach in found)
-    assert any(".downloader" in reach for reach in found)
+    assert sum(".downloader" in reach for reach in found) == 2
+    assert sum(".needs_backout" in reach for reach in found) == 2
