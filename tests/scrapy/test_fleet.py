@@ -126,6 +126,26 @@ def page_gaps(site, robots_too=False):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
+def seeded_sites(hosts, first, pages, delay, on_page):
+    """*hosts* sites on 127.0.x.y (from the *first* address) with ``Crawl-delay:
+    delay``, *pages* pages each (``/p/{n}``, 50 ms each, *on_page* called with the
+    host, path and headers of each), all linked from the first host's ``/seed``."""
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n".encode()
+        body = ""
+        if path == "/seed":
+            links = (site.url(each, f"/p/{n}") for n in range(pages) for each in site.hosts)
+            body = "".join(f'<a href="{link}">.</a>' for link in links)
+        else:
+            on_page(host, path, headers)
+        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+
+    site = BroadSite(addresses(hosts, first=first), respond, page_time=0.05)
+    return site
+
+
 def seed_slow_and_fast(site, other_site, crawl_delay, slow, fast, disallowed=0):
     """A seed page on *other_site* linking *disallowed* pages of *site* that its
     robots.txt disallows, *slow* pages of *site* (Crawl-delay *crawl_delay*), then
@@ -481,19 +501,11 @@ def test_a_polite_shared_queue_shares_the_hosts_and_their_pages_evenly(fleet_red
     hosts, pages = 90, 2
     agents, by_host = Counter(), defaultdict(set)
 
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode()
-        body = ""
-        if path == "/seed":
-            links = (site.url(other, f"/p/{n}") for n in range(pages) for other in site.hosts)
-            body = "".join(f'<a href="{link}">.</a>' for link in links)
-        else:
-            agents[headers["user-agent"]] += 1
-            by_host[host].add(headers["user-agent"])
-        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+    def on_page(host, path, headers):
+        agents[headers["user-agent"]] += 1
+        by_host[host].add(headers["user-agent"])
 
-    site = BroadSite(addresses(hosts, first=900), respond, page_time=0.05)
+    site = seeded_sites(hosts, 900, pages, CRAWL_DELAY, on_page)
     try:
         settings = fleet_settings(
             fleet_redis,
@@ -738,19 +750,11 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
     hosts, pages, delay = 40, 6, 0.3
     fetched = Counter()
 
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n".encode()
-        body = ""
-        if path == "/seed":
-            links = (site.url(each, f"/p/{n}") for n in range(pages) for each in site.hosts)
-            body = "".join(f'<a href="{link}">.</a>' for link in links)
-        else:
-            fetched[host, path] += 1
-        return 200, {"Content-Type": "text/html"}, f"<html><body>{body}</body></html>".encode()
+    def on_page(host, path, headers):
+        fetched[host, path] += 1
 
     server = RedisServer(durable=True)
-    site = BroadSite(addresses(hosts, first=1300), respond, page_time=0.05)
+    site = seeded_sites(hosts, 1300, pages, delay, on_page)
     try:
         settings = fleet_settings(
             server.url, DOMAINBUDGET_ENABLED=False, MAX_IDLE_TIME_BEFORE_CLOSE=3

@@ -28,10 +28,16 @@ ROBOTS = b"User-agent: *\nCrawl-delay: 20\n"
 def keep_robots_txt(path: Path, authority: str) -> None:
     """A copy of the site's robots.txt in the store kept across restarts, as an earlier
     crawl would have left it."""
+    on_a_thread(SQLiteRobotsStore(path, 512_000, time.time), authority, ROBOTS)
+
+
+def on_a_thread(store, authority: str, body: bytes) -> None:
+    """*body* as *authority*'s kept robots.txt in *store*, put on a thread of its own
+    (the test's reactor runs an asyncio loop here)."""
     record = StoredRobots(
         outcome="success",
         status=200,
-        body=ROBOTS,
+        body=body,
         fetched_at=time.time(),
         ttl=3600,
         etag=None,
@@ -40,11 +46,9 @@ def keep_robots_txt(path: Path, authority: str) -> None:
     )
 
     async def put() -> None:
-        store = SQLiteRobotsStore(path, 512_000, time.time)
         await store.put(authority, record)
         await store.close()
 
-    # On a thread of its own: the test's reactor runs an asyncio loop here.
     with ThreadPoolExecutor(1) as thread:
         thread.submit(asyncio.run, put()).result()
 
@@ -87,7 +91,11 @@ def stop_while_waiting(site, settings, urls):
 
 def resume(settings, urls):
     crawl = start(settings, urls)
-    stdout, stderr = crawl.communicate(timeout=60)
+    try:
+        stdout, stderr = crawl.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        crawl.kill()
+        pytest.fail("the crawl did not end within 60 s")
     assert crawl.returncode == 0, stderr[-3000:]
     return json.loads(stdout.strip().splitlines()[-1])
 
@@ -159,3 +167,43 @@ def test_closespider_timeout_is_prompt_while_requests_wait(site, tmp_path, queue
     assert time.monotonic() - began < 12  # 2 s, then the stop, not the 20 s wait
     assert stats["finish_reason"] == "closespider_timeout"
     assert pages(site) == ["/p/0"]
+
+
+def test_a_page_the_fleets_redis_keeps_waiting_goes_back_and_a_stop_is_prompt(site, redis_server):
+    """Another process holds the site's unit in the fleet's Redis (its request on the
+    wire, a lease of 120 s): Redis tells this process to ask again every Crawl-delay
+    (0.3 s), not when the unit will be free.  The page goes back to the scheduler
+    after its 5 s rather than poll until the lease ends, so ``CLOSESPIDER_TIMEOUT =
+    2`` ends the crawl within 12 s (before: the lease's 120 s)."""
+    from scrapy_rfc9309.fleet.spacing import FleetSpacing
+    from scrapy_rfc9309.robots import RedisRobotsStore
+
+    url = redis_server.url.rsplit("/", 1)[0] + "/8"
+    redis.Redis.from_url(url).flushdb()
+    robots = b"User-agent: *\nCrawl-delay: 0.3\n"
+    site.route("/robots.txt", body=robots)
+    on_a_thread(RedisRobotsStore(url, 512_000), site.url, robots)  # kept: no fetch
+
+    async def held_elsewhere() -> float:
+        spacing = FleetSpacing(url)
+        try:
+            return await spacing.acquire("127.0.0.1", 0.3, 120)
+        finally:
+            spacing.close()
+
+    with ThreadPoolExecutor(1) as thread:  # the other process holds it now
+        assert thread.submit(asyncio.run, held_elsewhere()).result() == 0
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "USER_AGENT": "TestBot/1.0",
+        "FLEET_REDIS_URL": url,
+        "CLOSESPIDER_TIMEOUT": 2,
+        "LOG_LEVEL": "INFO",
+    }
+    began = time.monotonic()
+    stats = resume(settings, [f"{site.url}/p/0"])
+    assert time.monotonic() - began < 12
+    assert stats["finish_reason"] == "closespider_timeout"
+    assert stats["crawldelay/handed_back"] >= 1
+    assert site.paths() == []  # neither robots.txt (kept) nor the page (held)
