@@ -193,11 +193,11 @@ _ENDED = _NOW + _SEEN + _UNITS + "local first = 5\n" + _ENDS + "return queued\n"
 #: popped is kept in KEYS[7] with its pop's number: if the process never got it (the
 #: reply was lost with the connection), this pop returns it again.  Returns
 #: {request or false, microseconds until a unit may be ready for this process or
-#: false, the requests left}.  The process takes a request of its own ready units, else of a unit ready
-#: for ``grace`` that its owner did not take (busy, slow or gone: a gone owner's
-#: unit becomes this process's).  A unit whose list the pop empties keeps its place
-#: (and its hold): a request pushed for it meanwhile waits for the hold too.  A
-#: ready unit with an empty list is dropped when a pop meets it.
+#: false, the requests left}.  The process takes a request of its own ready units,
+#: else of a unit ready for ``grace`` that its owner did not take (busy, slow or
+#: gone: a gone owner's unit becomes this process's).  A unit whose list the pop
+#: empties keeps its place (and its hold): a request pushed for it meanwhile waits
+#: for the hold too.  A ready unit with an empty list is dropped when a pop meets it.
 _POP = (
     _NOW
     + _SEEN
@@ -389,7 +389,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         #: alone (its count is the last one seen: an unreachable queue is not an
         #: empty one) and the requests this process schedules are kept here.
         self._away = False
-        self._said_away = False  # and said so
         self._try_at = 0.0  # while away, when Redis is tried again
         self._kept: deque[Request] = deque()
         self._prober: asyncio.Task[None] | None = None
@@ -450,7 +449,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             return
         if self._away:
             self._kept.append(request)
-            return
+        else:
+            self._send(request)
+
+    def _send(self, request: Request) -> None:
+        """Push *request* to Redis (kept here if Redis cannot be reached)."""
         unit = self.politeness.unit(request)
         encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
         args = [unit, encoded]
@@ -503,9 +506,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         else:
             self._try_at = self.politeness.now() + RETRY
             self._waker.wake_in(RETRY)
-        self._away = True
-        if not self._said_away:
-            self._said_away = True
+        if not self._away:
+            self._away = True
             logger.warning(
                 "The shared queue cannot reach Redis (%s): until it answers again, this "
                 "process takes no request from it and crawls those it schedules itself",
@@ -529,16 +531,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not self._away:
             return
         self._away = False
-        if self._said_away:
-            self._said_away = False
-            logger.warning("The shared queue reaches Redis again")
+        logger.warning("The shared queue reaches Redis again")
         self._share_kept()
 
     def _share_kept(self) -> None:
-        """Push the requests kept while Redis was away (kept again if it is again)."""
+        """Push the requests kept while Redis was away (kept again if it still is)."""
         kept, self._kept = self._kept, deque()
         for request in kept:
-            self.push(request)
+            self._send(request)
 
     def _in_background(self, call: Coroutine[Any, Any, None]) -> None:
         future = asyncio.ensure_future(call)
@@ -717,8 +717,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         for task in (self._listener, self._prober):
             if task is not None:
                 task.cancel()
-        self._away = False  # one last try for the requests kept while it was
-        self._share_kept()
+        self._share_kept()  # one last try for the requests kept while Redis was away
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         if self._kept:
