@@ -5,7 +5,7 @@ from ._decoding import content_codings, decode_bounded
 from ._fetchplan import FETCHABLE_SCHEMES, FetchPlan, is_redirect
 from ._lexer import DEFAULT_MAX_BYTES, decode, split_lines
 from ._model import Group, GroupSelection, Rule, Verdict
-from ._pagedirectives import page_directives
+from ._pagedirectives import html_head, page_directives
 from ._pattern import Pattern, compile_pattern
 from ._preferences import NO_PREFERENCES, USE_NAMES, Preferences, categories_of, parse_preference
 from ._robotstxt import RobotsTxt, path_of
@@ -38,6 +38,7 @@ __all__ = [
     "content_codings",
     "decode",
     "decode_bounded",
+    "html_head",
     "is_redirect",
     "is_rfc_token",
     "outcome_for_status",

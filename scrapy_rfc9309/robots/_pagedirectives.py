@@ -3,11 +3,14 @@
 
 A header value may name the crawler it is for (``X-Robots-Tag: otherbot: noindex``);
 a meta tag's name is ``robots`` (every crawler) or a crawler's name.  Names are
-compared as product tokens (see :mod:`._useragent`).  Pure Python.
+compared as product tokens (see :mod:`._useragent`).  Meta tags are read in the
+document's head only (:func:`html_head`), where HTML puts them: a page costs what its
+head does, whatever its length.  Pure Python.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ._useragent import product_token
@@ -16,6 +19,21 @@ from ._useragent import product_token
 _WITH_VALUES = frozenset(
     {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
 )
+
+
+#: Where an HTML document's head ends, in any letter case: its end tag, or the body's
+#: start tag (both may be left out).
+_HEAD_END = re.compile(rb"</head\b|<body\b", re.IGNORECASE)
+
+
+def html_head(body: bytes) -> bytes:
+    """The head of the HTML document *body*: up to its ``</head>`` (or ``<body>``);
+    the whole document if it has neither."""
+    end = body.find(b"</head")  # as most pages write it: a plain search, the fastest
+    if end < 0:
+        found = _HEAD_END.search(body)
+        end = found.start() if found is not None else len(body)
+    return body[:end]
 
 
 def _split(text: str) -> set[str]:

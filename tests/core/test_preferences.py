@@ -161,3 +161,22 @@ def test_page_directives_for_the_crawler_or_all():
     assert page_directives([], [("robots", "none")], "testbot") == {"none", "noindex", "nofollow"}
     assert page_directives([], [("OtherBot", "noai"), ("TESTBOT", "noai")], "testbot") == {"noai"}
     assert page_directives([], [("description", "nofollow")], "testbot") == set()
+
+
+def test_meta_tags_are_read_in_the_documents_head():
+    from scrapy_rfc9309.robots import html_head
+
+    page = b'<html><head><meta name="robots" content="nofollow"></head><body>' + b"x" * 100
+    assert html_head(page) == b'<html><head><meta name="robots" content="nofollow">'
+    assert (
+        html_head(b"<HTML><HEAD><TITLE>t</TITLE></HEAD><BODY>b") == b"<HTML><HEAD><TITLE>t</TITLE>"
+    )
+    # Both the head's end tag and the body's start tag may be left out.
+    assert html_head(b"<title>t</title><meta name=robots content=none><Body>b") == (
+        b"<title>t</title><meta name=robots content=none>"
+    )
+    assert (
+        html_head(b"<meta name=robots content=none><p>x") == b"<meta name=robots content=none><p>x"
+    )
+    # <bodyguard> is not a body
+    assert html_head(b"<bodyguard></bodyguard><BODY>") == b"<bodyguard></bodyguard>"

@@ -166,3 +166,22 @@ async def test_directives_are_put_on_meta_and_nofollow_can_be_turned_off(site):
     assert crawler.spider.seen[0][2] == ["noai", "nofollow", "noindex", "none"]
     crawler = await crawl([f"{site.url}/p"], spider=LinkSpider, RFC9309_NOFOLLOW=False, **ADDON)
     assert "/l" in site.paths()
+
+
+@pytest_twisted.ensureDeferred
+async def test_meta_tags_count_in_the_head_only_whatever_the_pages_length(site):
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    html = {"Content-Type": "text/html"}
+    # An old page's capitals, and a long body full of name= attributes after the head.
+    inputs = b'<input name="robotsfield">' * 20_000
+    shouting = b'<HTML><HEAD><META NAME="ROBOTS" CONTENT="NOFOLLOW"></HEAD><BODY>'
+    site.route("/shouting", body=shouting + b'<a href="/s1">x</a>' + inputs, headers=html)
+    in_body = b'<html><head></head><body><meta name="robots" content="nofollow">'
+    site.route("/in-body", body=in_body + b'<a href="/b1">x</a>', headers=html)
+    bare = b'<meta name=robots content=nofollow><a href="/n1">x</a>'  # no head or body tag
+    site.route("/bare", body=bare, headers=html)
+    urls = [f"{site.url}/{path}" for path in ("shouting", "in-body", "bare")]
+    await crawl(urls, spider=LinkSpider, **ADDON)
+    requested = set(site.paths())
+    assert not {"/s1", "/n1"} & requested
+    assert "/b1" in requested  # a meta tag in the body is not the page's
