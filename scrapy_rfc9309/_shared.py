@@ -65,10 +65,11 @@ class Offers:
 
     def __init__(self) -> None:
         #: The budget middleware's answer to "would this request be refused today?",
-        #: without reserving anything: why, or ``None``.  The robots middleware asks it
-        #: before fetching a robots.txt, so that a domain whose budget is spent costs
-        #: its site no robots.txt request.
-        self.budget_refusal: Callable[[Request], Awaitable[str | None]] | None = None
+        #: without reserving anything: why, or ``None`` (counted as a drop unless
+        #: called with ``count=False``).  The robots middleware asks it before fetching
+        #: a robots.txt, so that a domain whose budget is spent costs its site no
+        #: robots.txt request.
+        self.budget_refusal: Callable[..., Awaitable[str | None]] | None = None
         #: The budget middleware's memory of it: whether *request*'s domain was found
         #: spent today (no read; a page given back since makes it not spent).  The
         #: scheduler's queue hands such requests out at once: they never wait.
@@ -80,6 +81,14 @@ class Offers:
         self.budgets_spent: Callable[[], int] | None = None
         #: How many robots.txt fetches are in flight (requests wait for each).
         self.robots_fetching: Callable[[], int] | None = None
+        #: The robots middleware's answer to "would this request wait for its site's
+        #: robots.txt?" (it obeys one, and none is at hand, fresh).
+        self.robots_unread: Callable[[Request], bool] | None = None
+        #: The robots middleware starts reading a request's robots.txt (from the kept
+        #: copy or the site) unless that is under way, and calls the function given
+        #: once it is decided, whatever the outcome: the scheduler's queue keeps the
+        #: request meanwhile, instead of it holding a place of the downloader.
+        self.robots_read_ahead: Callable[[Request, Callable[[], None]], None] | None = None
         #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
         self.robots: RobotsTxtMiddleware | None = None
         #: The Crawl-delay throttle, for its gate (``None`` while it is off).

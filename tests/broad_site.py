@@ -30,7 +30,7 @@ def _header(line: str) -> tuple[str, str]:
 class BroadSite:
     """*respond* answers every request of every host; other than robots.txt, each
     answer is sent *page_time* seconds after the request came (or ``page_time(host,
-    path)`` seconds), and ``most_pages`` is the most such requests in progress at
+    path)`` seconds), robots.txt *robots_time* seconds after, and ``most_pages`` is the most such requests in progress at
     once, over all hosts."""
 
     def __init__(
@@ -38,10 +38,12 @@ class BroadSite:
         hosts: list[str],
         respond: Responder,
         page_time: float | Callable[[str, str], float] = 0.0,
+        robots_time: float = 0.0,
     ) -> None:
         self.hosts = hosts
         self.respond = respond
         self.page_time = page_time
+        self.robots_time = robots_time
         self.most_pages = 0
         self._pages = 0
         self.arrivals: dict[str, list[tuple[float, str]]] = defaultdict(list)
@@ -85,7 +87,9 @@ class BroadSite:
                     wait = self.page_time
                     if callable(wait):
                         wait = wait(host, path)
-                    if page and wait:
+                    if not page:
+                        wait = self.robots_time
+                    if wait:
                         await asyncio.sleep(wait)
                     status, headers, body = self.respond(host, path, received)
                     lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}"]

@@ -4,12 +4,15 @@ them in time without being woken."""
 
 import itertools
 
+import pytest
+
 import pytest_twisted
 import scrapy
 from scrapy.core.engine import ExecutionEngine
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
+from tests.broad_site import BroadSite, addresses
 from tests.crawl import SlotOccupancy, crawl
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
@@ -29,8 +32,10 @@ async def test_a_floored_hosts_requests_wait_in_the_scheduler_not_in_the_downloa
     crawler = await crawl(pages(site, 6), CONCURRENT_REQUESTS_PER_DOMAIN=8, **extensions, **ADDON)
     assert len(crawler.spider.seen) == 6
     assert crawler.stats.get_value("test/slot_active_max") == 1  # robots.txt, then one page
-    # The first page alone went before the floor was known, and was handed back.
-    assert crawler.stats.get_value("crawldelay/requeued") == 1
+    # No page went before the floor was known: the first waited in the scheduler
+    # while robots.txt was read.
+    assert crawler.stats.get_value("crawldelay/requeued") is None
+    assert crawler.stats.get_value("crawldelay/robots_read_ahead") == 1
     # Scrapy's default queue hands them all out at once: the gate hands those that
     # are not ready back to the scheduler, rather than let them hold places.
     scrapys = await crawl(
@@ -175,3 +180,70 @@ async def test_the_requests_a_robots_txt_refuses_go_at_once_and_the_others_keep_
     assert [page for page in pages if page != "/p/0"] == [f"/p/{n}" for n in range(1, 5)]
     assert other_site.paths() == ["/robots.txt"]
     assert crawler.stats.get_value("rfc9309/forbidden") == 5
+
+
+class RobotsWaits:
+    """Downloader middlewares around the robots middleware (100): the most pages
+    waiting in it (for their site's robots.txt) when a robots.txt response came, in
+    ``test/robots_waits_max``."""
+
+    def __init__(self, crawler, entering):
+        self.stats = crawler.stats
+        self.entering = entering
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler, cls is EnteringRobots)
+
+    def waiting(self):
+        return WAITING.setdefault(self.stats, set())
+
+    def process_request(self, request, spider=None):
+        if not request.meta.get("rfc9309_robots"):
+            (self.waiting().add if self.entering else self.waiting().discard)(request)
+
+    def process_response(self, request, response, spider=None):
+        if request.meta.get("rfc9309_robots"):
+            self.stats.max_value("test/robots_waits_max", len(self.waiting()))
+        return response
+
+    def process_exception(self, request, exception, spider=None):
+        self.waiting().discard(request)
+
+
+class EnteringRobots(RobotsWaits):
+    pass
+
+
+WAITING: dict = {}
+
+
+@pytest.mark.parametrize(
+    ("queue", "waits"),
+    [(ADDON_QUEUE, False), ("scrapy.pqueues.DownloaderAwarePriorityQueue", True)],
+)
+@pytest_twisted.ensureDeferred
+async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_downloader(queue, waits):
+    """40 hosts whose robots.txt takes 1 s to come, 2 pages each, 8 places: with the
+    add-on's queue each robots.txt is read while the host's pages stay in the
+    scheduler, so no place is held by a page waiting for it, and the other hosts'
+    pages go meanwhile; with Scrapy's queue, pages fill places waiting."""
+    site = BroadSite(addresses(40), lambda host, path, headers: (200, {}, b""), robots_time=1.0)
+    try:
+        urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(2)]
+        crawler = await crawl(
+            urls,
+            ADDONS={"scrapy_rfc9309.Addon": 500},
+            SCHEDULER_PRIORITY_QUEUE=queue,
+            CONCURRENT_REQUESTS=8,
+            DOWNLOADER_MIDDLEWARES={EnteringRobots: 99, RobotsWaits: 101},
+            LOG_LEVEL="WARNING",
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 80
+    assert (
+        sum(1 for hits in site.arrivals.values() for _, path in hits if path == "/robots.txt") == 40
+    )
+    most = crawler.stats.get_value("test/robots_waits_max", 0)
+    assert (most > 0) if waits else most == 0

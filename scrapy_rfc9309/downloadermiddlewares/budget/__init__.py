@@ -135,9 +135,10 @@ class DomainBudgetMiddleware:
             return False
         return (self.policy.limits_for(host).key, day_of(unix_time(), self.tz)) in self._spent
 
-    async def refusal(self, request: Request) -> str | None:
+    async def refusal(self, request: Request, count: bool = True) -> str | None:
         """Why *request* would be dropped now (its domain's budget for today is spent),
-        counted as a drop; ``None`` if it would not be.  Reserves nothing: a read."""
+        counted as a drop unless *count* is false (the caller does not drop it yet);
+        ``None`` if it would not be.  Reserves nothing: a read."""
         host = urlparse_cached(request).hostname
         if not host or request.meta.get(META_ROBOTS):
             return None
@@ -154,13 +155,16 @@ class DomainBudgetMiddleware:
             self._spent.discard((limits.key, day))
             return None
         self._touched[limits.key] = limits
-        return self._refused(limits, day, result)
+        return self._refused(limits, day, result, count)
 
-    def _refused(self, limits: DomainLimits, day: str, result: Reservation) -> str:
-        """Count a request dropped for *result*, say once per domain and day which
-        limit was reached, and give the reason."""
-        self.stats.inc_value("domainbudget/dropped")
-        self.stats.inc_value(f"domainbudget/dropped/{result.value}")
+    def _refused(
+        self, limits: DomainLimits, day: str, result: Reservation, count: bool = True
+    ) -> str:
+        """Count a request dropped for *result* (if *count*), say once per domain and
+        day which limit was reached, and give the reason."""
+        if count:
+            self.stats.inc_value("domainbudget/dropped")
+            self.stats.inc_value(f"domainbudget/dropped/{result.value}")
         if (limits.key, day) not in self._spent:
             self._spent.add((limits.key, day))
             for spent in self._offers.on_budget_spent:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
@@ -66,6 +66,8 @@ from ._persistent import PersistentRobotsFetcher
 from ._report import RobotsReport
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
@@ -110,6 +112,8 @@ class RobotsTxtMiddleware:
         self._offers = offers(crawler)
         self._offers.robots_refuses = self.refuses
         self._offers.robots_fetching = self._waiters.__len__
+        self._offers.robots_unread = self.unread
+        self._offers.robots_read_ahead = self.read_ahead
         self._offers.robots = self
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         for mistake in token_mistakes(crawler.settings) + use_mistakes(self.config.content_uses):
@@ -242,6 +246,41 @@ class RobotsTxtMiddleware:
             and not entry.fallback.allowed
             and not entry.expired(monotonic())
         )
+
+    def unread(self, request: Request) -> bool:
+        """Whether *request* would wait here for its site's robots.txt: it obeys one,
+        and its authority's is not at hand, fresh."""
+        if request.meta.get(META_ROBOTS) or request.meta.get("dont_obey_robotstxt"):
+            return False
+        if not has_robots_txt(request) or self.config.excluded(request.url) is not None:
+            return False
+        entry = self._cache.get(authority_of(request))
+        return entry is None or entry.expired(monotonic())
+
+    def read_ahead(self, request: Request, done: Callable[[], None]) -> None:
+        """Start reading *request*'s robots.txt (from the kept copy or the site), unless
+        that is under way, and call *done* once it is decided, whatever the outcome:
+        the scheduler's queue keeps the request meanwhile, rather than have it hold a
+        place of the downloader while it waits here."""
+        deferred_from_coro(self._read_ahead(request, done))
+
+    async def _read_ahead(self, request: Request, done: Callable[[], None]) -> None:
+        authority = authority_of(request)
+        refusal = self._offers.budget_refusal
+        try:
+            # A request its budget drops (the budget then remembers its domain spent,
+            # and drops it when it comes here) is not worth a robots.txt request.
+            spent = (
+                refusal is not None
+                and self._must_fetch(authority)
+                and await refusal(request, count=False) is not None
+            )
+            if not spent:
+                await self.entry(authority, request)
+        except Exception as exc:  # told to the requests that waited for it already
+            logger.debug("Reading the robots.txt of %s ahead failed: %s", authority, exc)
+        finally:
+            done()
 
     def _must_fetch(self, authority: str) -> bool:
         """Whether a request to *authority* now would start a robots.txt fetch."""

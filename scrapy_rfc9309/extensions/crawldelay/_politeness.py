@@ -17,9 +17,11 @@ need the waiting request):
 =====================  ==============================  ==========================
 state                  what may start                  what ends it
 =====================  ==============================  ==========================
-robots.txt not         its first request, which        that request starts the
-fetched                fetches it (the robots          fetch (the middleware
-                       middleware holds the others)    holds one per authority)
+robots.txt not         the package's queue starts      the fetch starts (the
+fetched                its read and keeps the          middleware holds one per
+                       unit's requests; with another   authority)
+                       queue, its first request,
+                       which fetches it
 robots.txt being       nothing else of the unit,       the response ends, within
 fetched (in progress)  a robots.txt request first      its timeout
 robots.txt being read  robots.txt requests: the        the middleware decides,

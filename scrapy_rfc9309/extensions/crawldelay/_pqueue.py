@@ -13,7 +13,9 @@ ordered by the time each may next start a request (see :mod:`._politeness`):
   the previous one is done (downloaded, dropped by a middleware, answered by a
   cache), and is ready ``floor`` after it ended;
 * so does a unit none of whose requests is done yet: its floor is not known before
-  its robots.txt is read, which its first request waits for;
+  its robots.txt is read; that read starts when the unit's turn comes, while its
+  requests stay here (a page waiting for it in the robots middleware would hold a
+  place of the downloader), and the unit is back in turn once it is decided;
 * a unit known to have no floor is ready unless held, up to its concurrency
   (``CONCURRENT_REQUESTS_PER_DOMAIN`` or its ``DOWNLOAD_SLOTS`` entry) of requests
   at a time, and takes turns with the other ready units.
@@ -35,19 +37,22 @@ import heapq
 import itertools
 from collections import deque
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy.pqueues import ScrapyPriorityQueue
+from scrapy.utils.defer import deferred_from_coro
 
 from ..._settings import configured_concurrency
 from ..._shared import offers
 from ._gate import META_EARLY
 from ._politeness import INFINITY, politeness
+from ._waker import EngineWaker
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -111,10 +116,14 @@ class HostReadyPriorityQueue:
         self._offers.on_robots_decided.append(self._decide)
         self._offers.on_budget_spent.append(self._hand_out_spent)
         concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
-        # Requests handed out early wait in the gate, each holding a place: at most
-        # half of CONCURRENT_REQUESTS of them, so that they never fill the downloader
-        # (a full downloader has Scrapy read every start request into the scheduler).
+        # Requests handed out early wait in the gate, each holding a place, and the
+        # robots.txt reads this queue starts each take one: at most half of
+        # CONCURRENT_REQUESTS of each, so that they never fill the downloader (a full
+        # downloader has Scrapy read every start request into the scheduler).
         self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
+        self._reading: set[str] = set()  # units whose robots.txt is read ahead
+        self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
+        self._waker = EngineWaker(crawler, jitter=0.0)
         self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
@@ -208,6 +217,8 @@ class HostReadyPriorityQueue:
             if at > now + HORIZON or (early and len(polite.early) >= self._most_early):
                 return None
             heapq.heappop(heap)
+            if self._reads_robots(unit):
+                continue
             request = self._pop_from(unit, now)
             if request is None:  # a queue that had nothing after all
                 continue
@@ -216,6 +227,54 @@ class HostReadyPriorityQueue:
                 polite.early.add(request)
             return request
         return None
+
+    def _reads_robots(self, unit: str) -> bool:
+        """Whether *unit*'s next request would wait for its site's robots.txt (the
+        unit's first): then that read starts, or waits for one of the
+        :attr:`_most_early` places, and the unit leaves the heap until it ends, its
+        request kept here rather than holding a place of the downloader."""
+        unread, read_ahead = self._offers.robots_unread, self._offers.robots_read_ahead
+        if unread is None or read_ahead is None or unit in self.politeness.done:
+            return False
+        try:
+            head = self.queues[unit].peek()
+        except NotImplementedError:  # it waits in the robots middleware
+            return False
+        if head is None or self._dropped_anyway(head) or not unread(head):
+            return False
+        if unit in self._reading:
+            return True
+        if len(self._reading) >= self._most_early:
+            self._unread[unit] = None
+        else:
+            self._reading.add(unit)
+            self.crawler.stats.inc_value("crawldelay/robots_read_ahead")
+            read_ahead(head, partial(self._read, unit))
+        return True
+
+    def _read(self, unit: str) -> None:
+        """*unit*'s robots.txt read ahead is decided: it goes back in the heap, and so
+        do units waiting for a read to start, one for each place free."""
+        self._reading.discard(unit)
+        now = self.politeness.now()
+        self._schedule(unit, now)
+        refusal = self._offers.budget_refusal
+        if refusal is not None and unit in self.queues and self.politeness.ready_at(unit) > now:
+            # It waits for its floor: a request its budget will drop waits for nothing.
+            deferred_from_coro(self._ask_budget(refusal, self.queues[unit].peek()))
+        for _ in range(min(len(self._unread), self._most_early - len(self._reading))):
+            waiting = next(iter(self._unread))
+            del self._unread[waiting]
+            self._schedule(waiting, now)
+        self._waker.wake_in(0.0)
+
+    async def _ask_budget(
+        self, refusal: Callable[..., Awaitable[str | None]], request: Request | None
+    ) -> None:
+        """Ask the budget whether it drops *request*: if so, it remembers the domain
+        spent, and this queue hands its requests out at once."""
+        if request is not None and await refusal(request, count=False) is not None:
+            self._waker.wake_in(0.0)
 
     def _pop_from(self, unit: str, now: float) -> Request | None:
         request = self._take(unit)

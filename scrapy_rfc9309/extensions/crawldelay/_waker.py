@@ -32,16 +32,17 @@ logger = logging.getLogger(__name__)
 META_WAKE = "crawldelay_wake"
 
 
-#: A wake comes up to this much later than asked, at random (seconds), so that a
-#: fleet's processes, woken for the same moment, do not all ask Redis at once.
+#: By default, a wake comes up to this much later than asked, at random (seconds), so
+#: that a fleet's processes, woken for the same moment, do not all ask Redis at once.
 JITTER = 0.1
 
 
 class EngineWaker:
     """One pending wake at most: the earliest asked for."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, jitter: float = JITTER) -> None:
         self.crawler = crawler
+        self.jitter = jitter
         self._pending: CallLaterResult | None = None
         self._due = 0.0
         crawler.signals.connect(self._drop_own, signal=signals.request_scheduled)
@@ -54,7 +55,7 @@ class EngineWaker:
                 return
             self._pending.cancel()
         self._due = due
-        self._pending = call_later(seconds + random.uniform(0.0, JITTER), self._wake)
+        self._pending = call_later(seconds + random.uniform(0.0, self.jitter), self._wake)
 
     def _wake(self) -> None:
         self._pending = None
