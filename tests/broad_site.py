@@ -30,8 +30,8 @@ def _header(line: str) -> tuple[str, str]:
 class BroadSite:
     """*respond* answers every request of every host; other than robots.txt, each
     answer is sent *page_time* seconds after the request came (or ``page_time(host,
-    path)`` seconds), robots.txt *robots_time* seconds after, and ``most_pages`` is the most such requests in progress at
-    once, over all hosts."""
+    path)`` seconds), robots.txt *robots_time* seconds after, and ``most_pages`` is
+    the most such requests in progress at once, over all hosts."""
 
     def __init__(
         self,

@@ -5,7 +5,6 @@ them in time without being woken."""
 import itertools
 
 import pytest
-
 import pytest_twisted
 import scrapy
 from scrapy.core.engine import ExecutionEngine
