@@ -1,7 +1,8 @@
 """The fleet's Redis as one crawler sees it, shared by the components that use it
-(the robots middleware and the Crawl-delay throttle): one WARNING when it fails, one
-when it answers again, and a pause before it is called again after a failure, so
-that a Redis that is down costs each request nothing."""
+(the robots middleware, the Crawl-delay throttle, and the shared queue when it is on
+the same Redis): one WARNING when it fails, one when it answers again, whichever
+component noticed, and a pause before it is called again after a failure, so that a
+Redis that is down costs each request nothing."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ class FleetHealth:
         self.stats = crawler.stats
         self._down_until = 0.0
         self._down = False
+        self._queue = False
+
+    def share_queue(self) -> None:
+        """The shared queue is on the fleet's Redis too: its absence and return are
+        said in the same lines."""
+        self._queue = True
 
     def usable(self) -> bool:
         """False for :data:`RETRY_AFTER` seconds after a failure."""
@@ -34,16 +41,27 @@ class FleetHealth:
         self.stats.inc_value(stat)
         if not self._down:
             self._down = True
+            alone = (
+                "spaces its requests, fetches robots.txt and crawls the requests it "
+                "schedules (taking none from the shared queue)"
+                if self._queue
+                else "spaces its requests and fetches robots.txt"
+            )
             logger.warning(
-                "Fleet Redis unreachable (%s): this process spaces its requests and "
-                "fetches robots.txt by itself until it answers again",
+                "Fleet Redis unreachable (%s): this process %s by itself until it answers again",
                 exc,
+                alone,
             )
 
     def answered(self) -> None:
         if self._down:
             self._down = False
-            logger.warning("Fleet Redis answers again: spacing and robots.txt are shared again")
+            shared = (
+                "spacing, robots.txt and the queue are"
+                if self._queue
+                else ("spacing and robots.txt are")
+            )
+            logger.warning("Fleet Redis answers again: %s shared again", shared)
 
 
 _HEALTH: weakref.WeakKeyDictionary[Crawler, FleetHealth] = weakref.WeakKeyDictionary()

@@ -55,8 +55,9 @@ from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
 from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
-from ..._settings import LEASE_MARGIN
+from ..._settings import LEASE_MARGIN, fleet_url, scrapy_redis_url
 from ..._shared import offers
+from ...fleet.health import FleetHealth, fleet_health
 from ._politeness import politeness
 from ._pqueue import HORIZON
 from ._waker import EngineWaker
@@ -392,6 +393,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._try_at = 0.0  # while away, when Redis is tried again
         self._kept: deque[Request] = deque()
         self._prober: asyncio.Task[None] | None = None
+        #: On the fleet's Redis (the add-on's default with scrapy-redis): its absence
+        #: is said once with the spacing's and robots.txt's, not in lines of its own.
+        self._health: FleetHealth | None = None
+        fleet = fleet_url(self.crawler.settings)
+        if fleet is not None and fleet == scrapy_redis_url(self.crawler.settings):
+            self._health = fleet_health(self.crawler)
+            self._health.share_queue()
         # Waiting on the wake list takes a connection of its own.
         self._listener: asyncio.Task[None] | None = None
         self._listening = False  # the wake list is waited on
@@ -498,7 +506,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def _unreachable(self, exc: Exception) -> None:
         """A call found Redis unreachable: say so once, keep what this process
         schedules, and try again every :data:`RETRY` seconds."""
-        self.crawler.stats.inc_value("fleet/queue_unreachable")
         if self._client is not None and _loop_running():
             self._try_at = float("inf")  # until a PING answers
             if self._prober is None or self._prober.done():
@@ -506,8 +513,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         else:
             self._try_at = self.politeness.now() + RETRY
             self._waker.wake_in(RETRY)
-        if not self._away:
-            self._away = True
+        was_away, self._away = self._away, True
+        if self._health is not None:
+            self._health.failed(exc, "fleet/queue_unreachable")
+            return
+        self.crawler.stats.inc_value("fleet/queue_unreachable")
+        if not was_away:
             logger.warning(
                 "The shared queue cannot reach Redis (%s): until it answers again, this "
                 "process takes no request from it and crawls those it schedules itself",
@@ -531,7 +542,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not self._away:
             return
         self._away = False
-        logger.warning("The shared queue reaches Redis again")
+        if self._health is not None:
+            self._health.answered()
+        else:
+            logger.warning("The shared queue reaches Redis again")
         self._share_kept()
 
     def _share_kept(self) -> None:
