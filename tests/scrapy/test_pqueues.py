@@ -223,11 +223,11 @@ WAITING: dict = {}
 )
 @pytest_twisted.ensureDeferred
 async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_downloader(queue, waits):
-    """40 hosts whose robots.txt takes 1 s to come, 2 pages each, 8 places: with the
+    """24 hosts whose robots.txt takes 0.5 s to come, 2 pages each, 8 places: with the
     add-on's queue each robots.txt is read while the host's pages stay in the
     scheduler, so no place is held by a page waiting for it, and the other hosts'
     pages go meanwhile; with Scrapy's queue, pages fill places waiting."""
-    site = BroadSite(addresses(40), lambda host, path, headers: (200, {}, b""), robots_time=1.0)
+    site = BroadSite(addresses(24), lambda host, path, headers: (200, {}, b""), robots_time=0.5)
     try:
         urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(2)]
         crawler = await crawl(
@@ -240,9 +240,9 @@ async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_download
         )
     finally:
         site.close()
-    assert len(crawler.spider.seen) == 80
+    assert len(crawler.spider.seen) == 48
     assert (
-        sum(1 for hits in site.arrivals.values() for _, path in hits if path == "/robots.txt") == 40
+        sum(1 for hits in site.arrivals.values() for _, path in hits if path == "/robots.txt") == 24
     )
     most = crawler.stats.get_value("test/robots_waits_max", 0)
     assert (most > 0) if waits else most == 0
