@@ -16,6 +16,8 @@ from time import monotonic
 import pytest
 import pytest_twisted
 import redis
+import scrapy
+from packaging.version import Version
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
@@ -737,7 +739,15 @@ def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_
     ]
 
 
-def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes_nothing():
+@pytest.mark.parametrize(
+    "reactor",
+    # Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (httpx before).
+    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
+    ids=lambda reactor: "reactor" if reactor else "no-reactor",
+)
+def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes_nothing(
+    reactor,
+):
     """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
     fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from one seed.
     Redis stops once 40 pages are in, and comes back 6 s later from its append-only
@@ -758,7 +768,10 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
     site = seeded_sites(hosts, 1300, pages, delay, on_page)
     try:
         settings = fleet_settings(
-            server.url, DOMAINBUDGET_ENABLED=False, MAX_IDLE_TIME_BEFORE_CLOSE=3
+            server.url,
+            DOMAINBUDGET_ENABLED=False,
+            MAX_IDLE_TIME_BEFORE_CLOSE=3,
+            TWISTED_REACTOR_ENABLED=reactor,
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
         fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
@@ -788,3 +801,4 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
             -3000:
         ]
     assert all(s.get("fleet/queue_unreachable", 0) >= 1 for s in stats), stats
+    assert all(s["test/twisted_reactor"] is reactor for s in stats)
