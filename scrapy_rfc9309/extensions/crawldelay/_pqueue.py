@@ -229,12 +229,12 @@ class HostReadyPriorityQueue:
         return None
 
     def _reads_robots(self, unit: str) -> bool:
-        """Whether *unit*'s next request would wait for its site's robots.txt (the
-        unit's first): then that read starts, or waits for one of the
-        :attr:`_most_early` places, and the unit leaves the heap until it ends, its
-        request kept here rather than holding a place of the downloader."""
+        """Whether *unit*'s next request would wait for its site's robots.txt (a new
+        site's, or one whose copy expired): then that read starts, or waits for one of
+        the :attr:`_most_early` places, and the unit leaves the heap until it ends,
+        its request kept here rather than holding a place of the downloader."""
         unread, read_ahead = self._offers.robots_unread, self._offers.robots_read_ahead
-        if unread is None or read_ahead is None or unit in self.politeness.done:
+        if unread is None or read_ahead is None:
             return False
         try:
             head = self.queues[unit].peek()
