@@ -69,8 +69,11 @@ async def test_a_jobdir_crawl_stopped_and_started_again_resumes_from_its_disk_qu
     resumable = {"JOBDIR": str(tmp_path / "job"), **ADDON}
     first = await crawl(urls, CLOSESPIDER_PAGECOUNT=2, **resumable)
     assert first.stats.get_value("finish_reason") == "closespider_pagecount"
+    # The disk queue is peeked at: robots.txt is read while the pages stay on disk.
+    assert first.stats.get_value("crawldelay/robots_read_ahead") == 1
     second = await crawl([], **resumable)  # no start URLs: only what the disk queue kept
     assert second.stats.get_value("scheduler/dequeued/disk") >= 1
+    assert second.stats.get_value("crawldelay/robots_read_ahead") == 1
     assert second.spider.seen
     assert not set(first.spider.seen) & set(second.spider.seen)  # nothing fetched twice
 
