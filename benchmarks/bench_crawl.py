@@ -448,6 +448,10 @@ def compare_broad(
             # Each round's CPU of each mode: the modes of a round run one after the
             # other, so their ratio leaves out how the machine's speed drifts between rounds.
             rounds_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+            # And each round's RSS and largest queue: a round whose queue swelled
+            # (Scrapy read every start request at once) pays for it in both.
+            rounds_rss: dict[str, list[float]] = {mode: [] for mode in modes}
+            rounds_queue: dict[str, list[int]] = {mode: [] for mode in modes}
             for round_ in range(rounds):
                 cache = f"/tmp/bench_robots_{time.time_ns()}.sqlite"
                 for mode in _round_order(modes, round_):
@@ -482,6 +486,8 @@ def compare_broad(
                     full[mode] = result["full_collections"]
                     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     rounds_cpu[mode].append(used)
+                    rounds_rss[mode].append(result["rss"])
+                    rounds_queue[mode].append(result["queue_max"])
                     if used < cpu.get(mode, float("inf")):
                         cpu[mode], collecting[mode] = used, result["gc"]
                     wall[mode] = min(wall.get(mode, float("inf")), result["seconds"])
@@ -503,10 +509,18 @@ def compare_broad(
                 )
             print_per_host_costs(hosts, per_host, cpu, rss)
             for mode in modes[1:]:
+                rss_paired = list(map(float.__truediv__, rounds_rss[mode], rounds_rss[base]))
                 print(
                     f"{'':>6} {mode}: CPU round by round against {base}: "
                     + ", ".join(f"{ratio:.2f}x" for ratio in paired[mode])
-                    + f" (median {statistics.median(paired[mode]):.2f}x)"
+                    + f" (median {statistics.median(paired[mode]):.2f}x); RSS "
+                    + ", ".join(f"{ratio:.2f}x" for ratio in rss_paired)
+                    + f" (median {statistics.median(rss_paired):.2f}x)"
+                )
+            for mode in modes:
+                print(
+                    f"{'':>6} {mode}: largest scheduler queue round by round: "
+                    + ", ".join(f"{queue:,}" for queue in rounds_queue[mode])
                 )
             if targets is not None:
                 best = cpu["rfc9309"] / cpu[base]
