@@ -62,11 +62,24 @@ async def test_robots_txt_is_counted_but_never_refused(site, db):
     assert crawler.stats.get_value("domainbudget/robots_counted") == 1
 
 
+@pytest.mark.parametrize(
+    "addon",
+    # With the add-on, its queue reads robots.txt ahead and asks the budget first.
+    [{}, {"ADDONS": {"scrapy_rfc9309.Addon": 500}}],
+    ids=["middlewares", "addon"],
+)
 @pytest_twisted.ensureDeferred
-async def test_a_domain_whose_budget_is_spent_costs_its_site_no_robots_txt(site, db, tmp_path):
+async def test_a_domain_whose_budget_is_spent_costs_its_site_no_robots_txt(
+    site, db, tmp_path, addon
+):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     urls = [f"{site.url}/p/{i}" for i in range(3)]
-    settings = {"DOMAINBUDGET_POLICY": policy(pages=2), "DOMAINBUDGET_SQLITE_PATH": db, **BUDGET}
+    settings = {
+        "DOMAINBUDGET_POLICY": policy(pages=2),
+        "DOMAINBUDGET_SQLITE_PATH": db,
+        **BUDGET,
+        **addon,
+    }
     await crawl(urls, RFC9309_PERSISTENT_CACHE=False, **settings)
     assert site.count("/robots.txt") == 1 and len(page_paths(site)) == 2
     site.hits.clear()
