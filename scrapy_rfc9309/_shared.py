@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from scrapy import Request, signals
 from scrapy.utils.httpobj import urlparse_cached
@@ -60,6 +60,13 @@ def crawler_token(configured: str | None, request: Request, default_user_agent: 
     return product_token(user_agent)
 
 
+class BudgetRefusal(Protocol):
+    """The budget middleware's ``refusal``: why *request* would be refused today, or
+    ``None``; counted as a drop unless *count* is false."""
+
+    def __call__(self, request: Request, count: bool = True) -> Awaitable[str | None]: ...
+
+
 class Offers:
     """What the components of one crawl offer each other (``None``: not running)."""
 
@@ -69,7 +76,7 @@ class Offers:
         #: called with ``count=False``).  The robots middleware asks it before fetching
         #: a robots.txt, so that a domain whose budget is spent costs its site no
         #: robots.txt request.
-        self.budget_refusal: Callable[..., Awaitable[str | None]] | None = None
+        self.budget_refusal: BudgetRefusal | None = None
         #: The budget middleware's memory of it: whether *request*'s domain was found
         #: spent today (no read; a page given back since makes it not spent).  The
         #: scheduler's queue hands such requests out at once: they never wait.

@@ -52,12 +52,13 @@ from ._politeness import INFINITY, politeness
 from ._waker import EngineWaker
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Iterable
 
     from scrapy import Request
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
+    from ..._shared import BudgetRefusal
     from ...robots import RobotsEntry
 
 __all__ = ["HostReadyPriorityQueue"]
@@ -268,9 +269,7 @@ class HostReadyPriorityQueue:
             self._schedule(waiting, now)
         self._waker.wake_in(0.0)
 
-    async def _ask_budget(
-        self, refusal: Callable[..., Awaitable[str | None]], request: Request | None
-    ) -> None:
+    async def _ask_budget(self, refusal: BudgetRefusal, request: Request | None) -> None:
         """Ask the budget whether it drops *request*: if so, it remembers the domain
         spent, and this queue hands its requests out at once."""
         if request is not None and await refusal(request, count=False) is not None:
