@@ -249,3 +249,19 @@ async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_download
     )
     most = crawler.stats.get_value("test/robots_waits_max", 0)
     assert (most > 0) if waits else most == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_expired_robots_txt_is_read_again_while_the_pages_wait_in_the_scheduler(site):
+    """robots.txt kept for 1 s (``RFC9309_CACHE_TTL``), pages 0.5 s apart: the copy
+    expires mid-crawl, and each fetch of it, the first and the later ones, is read
+    ahead by the queue while the host's next page stays queued."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.5\n")
+    urls = [f"{site.url}/p/{n}" for n in range(6)]
+    crawler = await crawl(urls, RFC9309_CACHE_TTL=1, RFC9309_PERSISTENT_CACHE=False, **ADDON)
+    assert len(crawler.spider.seen) == 6
+    fetches = site.paths().count("/robots.txt")
+    assert fetches >= 2
+    assert crawler.stats.get_value("crawldelay/robots_read_ahead") == fetches
+    starts = [hit.time for hit in site.hits]  # robots.txt spaced like the pages
+    assert all(b - a >= 0.5 for a, b in itertools.pairwise(starts))
