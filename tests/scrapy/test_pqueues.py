@@ -3,6 +3,7 @@ host's requests wait in the scheduler, not in the downloader, and the engine get
 them in time without being woken."""
 
 import itertools
+import weakref
 
 import pytest
 import pytest_twisted
@@ -217,7 +218,8 @@ class EnteringRobots(RobotsWaits):
     pass
 
 
-WAITING: dict = {}
+#: The pages between the two middlewares, by crawl (its stats).
+WAITING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @pytest.mark.parametrize(
