@@ -43,8 +43,9 @@ local busy = tonumber(stored[1]) or 0
 local last_end = tonumber(stored[2]) or 0
 local hold = tonumber(stored[4]) or 0
 """
-#: KEYS[1] = the unit's key; ARGV = floor, lease, poll (microseconds).
-#: Returns the microseconds to wait before asking again, 0 to start now.
+#: KEYS[1] = the unit's key; ARGV = floor, lease, poll (microseconds), the token of
+#: this acquisition.  Returns the microseconds to wait before asking again, 0 to start
+#: now (the unit is then held for the token).
 _ACQUIRE = (
     _NOW
     + _LOAD
@@ -53,12 +54,27 @@ if now < hold then return hold - now end
 if now < busy then return math.max(math.min(busy - now, tonumber(ARGV[3]), floor), 1000) end
 if now < last_end + floor then return last_end + floor - now end
 busy = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[4])
 """
     + _STORE
     + "return 0\n"
 )
-#: KEYS[1] = the unit's key; ARGV[1] = floor (microseconds).
-_RELEASE = _NOW + _LOAD + "busy = now\nlast_end = now\n" + _STORE + "return 1\n"
+#: KEYS[1] = the unit's key; ARGV = floor (microseconds), the token of the acquisition
+#: that ended ('': whichever).  A token the unit is no longer held for (its lease
+#: ended and another acquisition took the unit: a release that came late) changes
+#: nothing, and 0 is returned.
+_RELEASE = (
+    _NOW
+    + _LOAD
+    + """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if ARGV[2] ~= '' and owner and owner ~= ARGV[2] then return 0 end
+busy = now
+last_end = now
+"""
+    + _STORE
+    + "return 1\n"
+)
 #: KEYS[1] = the unit's key; ARGV = floor (0), the hold (microseconds from now).
 _HOLD = (
     _NOW
@@ -102,27 +118,31 @@ class SpacingError(Exception):
 
 
 class FleetSpacing:
-    """``await spacing.acquire("example.com", 1.0, 190)`` -> seconds to wait before
-    asking again (0: start now, the unit is held for at most 190 s);
-    ``await spacing.release("example.com", 1.0)`` once that request ended."""
+    """``await spacing.acquire("example.com", 1.0, 190, token)`` -> seconds to wait
+    before asking again (0: start now, the unit is held for *token* for at most
+    190 s); ``await spacing.release("example.com", 1.0, token)`` once that request
+    ended."""
 
     def __init__(self, url: str, prefix: str = "rfc9309:spacing", timeout: float = 2.0):
         self.prefix = prefix
         self._holds_key = f"{prefix}-holds"
         self._redis = fleet_client(url, timeout)
 
-    async def acquire(self, unit: str, floor: float, lease: float) -> float:
+    async def acquire(self, unit: str, floor: float, lease: float, token: str = "") -> float:
         poll = max(floor, POLL_MIN)
-        waited = await self._eval(_ACQUIRE, unit, floor, lease, poll)
+        waited = await self._eval(_ACQUIRE, unit, (floor, lease, poll), token)
         return max(int(waited), 0) / 1_000_000
 
-    async def release(self, unit: str, floor: float) -> None:
-        await self._eval(_RELEASE, unit, floor)
+    async def release(self, unit: str, floor: float, token: str = "") -> None:
+        """The request that acquired *unit* with *token* ended now; a release that
+        comes after the unit went to another acquisition (its lease ended) changes
+        nothing."""
+        await self._eval(_RELEASE, unit, (floor,), token)
 
     async def hold(self, unit: str, seconds: float) -> None:
         """No process starts a request to *unit* for *seconds* (it asked to slow
         down), and the others find it in :meth:`holds`."""
-        await self._eval(_HOLD, unit, 0.0, seconds)
+        await self._eval(_HOLD, unit, (0.0, seconds))
         micros = int(seconds * 1_000_000)
         await self._call(_ANNOUNCE, self._holds_key, unit, micros)
 
@@ -134,9 +154,9 @@ class FleetSpacing:
             for unit, left in zip(reply[::2], reply[1::2], strict=True)
         ]
 
-    async def _eval(self, script: str, unit: str, *seconds: float) -> int:
+    async def _eval(self, script: str, unit: str, seconds: tuple[float, ...], *words: str) -> int:
         args = [int(value * 1_000_000) for value in seconds]
-        return int(await self._call(script, unit_key(self.prefix, unit), *args))
+        return int(await self._call(script, unit_key(self.prefix, unit), *args, *words))
 
     async def _call(self, script: str, key: str, *args: bytes | str | int) -> Any:
         sha = _SHAS[script]

@@ -85,6 +85,31 @@ async def test_a_hold_left_by_a_dead_process_ends_with_its_lease(url):
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_release_that_comes_after_its_lease_frees_nobody_elses_request(url):
+    """Process A's release reached Redis late (Redis was away): its lease had ended and
+    process B held the unit.  A's release names A's acquisition, so B keeps the unit:
+    a third process waits for B's request to end, not for A's."""
+    spacing = FleetSpacing(url)
+
+    async def scenario():
+        assert await spacing.acquire("a.example", 0.1, 0.3, "A") == 0
+        await asyncio.sleep(0.45)  # A's lease, then the floor: A's release is lost
+        assert await spacing.acquire("a.example", 0.1, 30, "B") == 0
+        await spacing.release("a.example", 0.1, "A")  # A's release, late
+        await asyncio.sleep(0.15)  # past the floor after that late release
+        while_b_holds = await spacing.acquire("a.example", 0.1, 30, "C")
+        await spacing.release("a.example", 0.1, "B")
+        await asyncio.sleep(0.15)
+        after_b = await spacing.acquire("a.example", 0.1, 30, "C")
+        spacing.close()
+        return while_b_holds, after_b
+
+    while_b_holds, after_b = await on_loop(scenario())
+    assert while_b_holds > 0
+    assert after_b == 0
+
+
+@pytest_twisted.ensureDeferred
 async def test_the_largest_floor_any_process_asked_for_applies(url):
     spacing = FleetSpacing(url)
 

@@ -15,7 +15,9 @@ which units to hold before their next request reaches the gate.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import uuid
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +43,16 @@ class FleetGates:
         self.health = fleet_health(crawler)
         self.lease = lease
         self._calls: set[asyncio.Future[None]] = set()  # kept until done
+        #: The token of each unit Redis holds for this process (one request at a
+        #: time): its release names it, so that one that comes late (the unit's lease
+        #: ended, and another process took it) frees nothing.
+        self._tokens: dict[str, str] = {}
+        self._token = f"{uuid.uuid4().hex}:"
+        self._acquisitions = itertools.count()
         #: Units whose request ended while Redis could not be told (unit key ->
-        #: floor): told before this process's next call, else the fleet would wait
-        #: for them until their lease ends.
-        self._untold: dict[str, float] = {}
+        #: floor, token): told before this process's next call, else the fleet would
+        #: wait for them until their lease ends.
+        self._untold: dict[str, tuple[float, str]] = {}
         self._closed = False
 
     def _call(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -59,9 +67,12 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         untold, self._untold = self._untold, {}
+        token = f"{self._token}{next(self._acquisitions)}"
         try:
-            await asyncio.gather(*(self.spacing.release(*each) for each in untold.items()))
-            wait = await self.spacing.acquire(key, floor, self.lease + floor)
+            await asyncio.gather(
+                *(self.spacing.release(unit, *told) for unit, told in untold.items())
+            )
+            wait = await self.spacing.acquire(key, floor, self.lease + floor, token)
         except SpacingError as exc:
             self._untold = {**untold, **self._untold}
             if not self._closed:
@@ -69,22 +80,24 @@ class FleetGates:
             return 0.0
         self.health.answered()
         if not wait:
+            self._tokens[key] = token
             self.stats.inc_value("fleet/spacing_acquired")
         return wait
 
     def release(self, key: str, floor: float) -> None:
         """A request of unit *key* ended now: the fleet's next one waits *floor*."""
+        token = self._tokens.pop(key, "")
         if self.health.usable():
-            self._call(self._release(key, floor))
+            self._call(self._release(key, floor, token))
         else:
-            self._untold[key] = floor
+            self._untold[key] = (floor, token)
 
-    async def _release(self, key: str, floor: float) -> None:
+    async def _release(self, key: str, floor: float, token: str) -> None:
         try:
-            await self.spacing.release(key, floor)
+            await self.spacing.release(key, floor, token)
         except SpacingError as exc:
             if not self._closed:  # else cut off by close(): the lease ends the hold
-                self._untold[key] = floor
+                self._untold[key] = (floor, token)
                 self.health.failed(exc, "fleet/spacing_error")
 
     def hold(self, key: str, seconds: float) -> None:
