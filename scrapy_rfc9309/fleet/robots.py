@@ -18,35 +18,12 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import authority_key, fleet_client
-
-# The shared result, its lifetime left and (with a third key) that key's value; and
-# when there is no shared result, the lock (KEYS[2]) taken with token ARGV[1] for
-# ARGV[2] ms if it is free: 1 if taken.
-_READ_OR_LOCK = """
-local other = false
-if KEYS[3] then other = redis.call('GET', KEYS[3]) end
-local data = redis.call('GET', KEYS[1])
-local locked = 0
-if not data and redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then locked = 1 end
-return {data, redis.call('PTTL', KEYS[1]), other, locked}
-"""
-# Publish the entry and release the lock, if this process still holds it.
-_PUBLISH = """
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
-return 1
-"""
-
-
-# Release the lock, if this process still holds it.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-"""
+from .ledger import ledger_call
 
 
 class SharedRobotsError(Exception):
@@ -101,9 +78,7 @@ class SharedRobots:
             *([other_key] if other_key else []),
         ]
         lock_ms = max(int(seconds * 1000), 1)
-        data, ttl_ms, other, locked = await self._call(
-            "EVAL", _READ_OR_LOCK, len(keys), *keys, token, lock_ms
-        )
+        data, ttl_ms, other, locked = await self._run("read_or_lock", keys, token, lock_ms)
         return _decoded(data, ttl_ms), other, token if int(locked) else None
 
     async def lock(self, authority: str, seconds: float) -> str | None:
@@ -117,21 +92,28 @@ class SharedRobots:
     async def release(self, authority: str, token: str) -> None:
         """Give up the lock taken with *token* without publishing."""
         key = authority_key(f"{self.prefix}:lock", authority)
-        await self._call("EVAL", _RELEASE, 1, key, token)
+        await self._run("unlock", [key], token)
 
     async def publish(self, authority: str, fetch: SharedFetch, token: str) -> None:
         """Share *fetch* for its ``ttl`` and release the lock taken with *token*."""
         # One hash tag, the host: both keys on one shard of a Redis Cluster.
-        keys = (
+        keys = [
             authority_key(self.prefix, authority),
             authority_key(f"{self.prefix}:lock", authority),
-        )
+        ]
         ttl_ms = max(int(fetch.ttl * 1000), 1)
-        await self._call("EVAL", _PUBLISH, 2, *keys, fetch.encode(), ttl_ms, token)
+        await self._run("publish", keys, fetch.encode(), ttl_ms, token)
 
     async def _call(self, *args: Any) -> Any:
         try:
             return await self._redis.call(*args)
+        except Exception as exc:
+            raise SharedRobotsError(str(exc)) from exc
+
+    async def _run(self, function: str, keys: Sequence[str], *args: str | int) -> Any:
+        """Run the fleet ledger's *function* (see :mod:`.ledger`)."""
+        try:
+            return await ledger_call(self._redis, function, keys, *args)
         except Exception as exc:
             raise SharedRobotsError(str(exc)) from exc
 

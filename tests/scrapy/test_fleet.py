@@ -411,10 +411,15 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
     settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
     del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
     logs: list[str] = []
-    wait_all(start_fleet(settings, urls), logs=logs)
+    stats = wait_all(start_fleet(settings, urls), logs=logs)
     assert len(page_gaps(site)) == 11
     assert min(page_gaps(site, robots_too=True)) >= 0.95 * CRAWL_DELAY
     assert site.count("/robots.txt") == 1
+    # Once the floor is known, each page's unit is held in the fleet's ledger by the
+    # pop that took the page: the gates acquire only for robots.txt and the first
+    # page (popped before the file was read).
+    assert sum(s.get("fleet/acquired_by_pop", 0) for s in stats) >= 10
+    assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) <= 3
     for log in logs:
         assert "shared by the fleet through redis://127.0.0.1" in log
         assert "(scrapy-redis's Redis; FLEET_REDIS_URL = False keeps them per process)" in log

@@ -219,9 +219,10 @@ class CrawlDelayThrottle:
         after it ended)."""
         return self._fleet is not None and bool(self.floor(key) or request.meta.get(META_ROBOTS))
 
-    async def fleet_acquire(self, key: str) -> float:
+    async def fleet_acquire(self, key: str, token: str | None = None) -> float:
+        """See :meth:`FleetGates.acquire`."""
         assert self._fleet is not None
-        return await self._fleet.acquire(key, self.floor(key))
+        return await self._fleet.acquire(key, self.floor(key), token)
 
     def fleet_release(self, key: str) -> None:
         assert self._fleet is not None

@@ -60,14 +60,16 @@ class FleetGates:
         self._calls.add(call)
         call.add_done_callback(self._calls.discard)
 
-    async def acquire(self, key: str, floor: float) -> float:
+    async def acquire(self, key: str, floor: float, held: str | None = None) -> float:
         """0 once Redis holds unit *key* for this process (or cannot say: Redis
-        failed), else the seconds to wait before asking again."""
+        failed), else the seconds to wait before asking again.  *held*: the token
+        this process holds the unit with already (a shared queue's pop), asked
+        again for *floor*; its release is the queue's."""
         if not self.health.usable():
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         untold, self._untold = self._untold, {}
-        token = f"{self._token}{next(self._acquisitions)}"
+        token = held or f"{self._token}{next(self._acquisitions)}"
         try:
             await asyncio.gather(
                 *(self.spacing.release(unit, *told) for unit, told in untold.items())
@@ -79,7 +81,7 @@ class FleetGates:
                 self.health.failed(exc, "fleet/spacing_error")
             return 0.0
         self.health.answered()
-        if not wait:
+        if not wait and held is None:
             self._tokens[key] = token
             self.stats.inc_value("fleet/spacing_acquired")
         return wait

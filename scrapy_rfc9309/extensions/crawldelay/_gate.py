@@ -188,9 +188,19 @@ class CrawlDelayGate:
                 await polite.wait(key, min(wait, LOOK_EVERY))
                 self._hand_back_if_due(give_up, polite.ready_at(key, robots))
                 wait = polite.ready_at(key, robots) - polite.now()
+            # A request the shared queue's pop took holds its unit in the fleet's
+            # Redis already, and a robots.txt fetch of such a unit (its copy expired)
+            # shares that hold: the page waits for the file, the file must not wait
+            # for the page.  The queue lets the hold go when the page ends.
+            popped = polite.pop_hold(key) if robots else polite.held_by_pop.get(request)
+            if popped is not None and self.throttle.floor(key) <= popped[1]:
+                return False
             if not self.throttle.needs_fleet(key, request):
                 return False
-            wait = await self.throttle.fleet_acquire(key)
+            # Its floor rose since the pop (robots.txt was read): the hold is asked
+            # again with that floor.
+            token = popped[0] if popped is not None else None
+            wait = await self.throttle.fleet_acquire(key, token)
             if wait:
                 # Redis says when to ask again, not when the unit is ready (another
                 # process's request to it may last its lease): once *give_up* has
@@ -200,8 +210,8 @@ class CrawlDelayGate:
                 await polite.wait(key, wait)
                 self._hand_back_if_due(give_up, INFINITY)
             elif polite.ready_at(key, robots) <= polite.now():
-                return True
-            else:  # something changed here while Redis answered
+                return popped is None
+            elif popped is None:  # something changed here while Redis answered
                 self.throttle.fleet_release(key)
 
     def _hand_back_if_due(self, give_up: float | None, ready_at: float) -> None:

@@ -55,21 +55,17 @@ from typing import TYPE_CHECKING, Protocol
 
 from scrapy.utils.httpobj import urlparse_cached
 
+from ._ledger import INFINITY, LocalLedger
 from ._units import unit_of_host
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-INFINITY = float("inf")
-
 #: How many unit keys are remembered as having had a request done (their floor is
 #: known); past this many, the least recently done are forgotten and go one request
 #: at a time again until their next one is done.
 MAX_DONE_KEYS = 100_000
-#: The last ends are swept every this many ends: those whose largest possible floor
-#: has passed are forgotten (a broad crawl keeps one per recently used unit).
-SWEEP_EVERY = 1000
 
 
 @dataclass
@@ -124,19 +120,18 @@ class Politeness:
         #: and pop block on a network (a fleet's) raises it: waiting is cheaper there.
         self.requeue_after = 0.0
         self.now: Callable[[], float] = time.monotonic
+        #: Each unit's requests in progress and last end, and the rule.
+        self.ledger = LocalLedger(lambda: self.now())
         #: Set by the gate: it sees every request end, so the queues may count the
         #: requests they handed out.  Without it (the throttle off, a queue named by
         #: hand), they count none: one that never ended would hold its unit for good.
         self.tracking = False
-        self._in_progress: dict[str, int] = {}  # unit key -> requests started, not ended
         # robots.txt being read (a fetch's response ended, no decision yet): by
         # authority, and by unit the authorities with their order.
         self._reading: dict[str, _Reading] = {}
         self._reading_in: dict[str, dict[str, int]] = {}  # unit -> authority -> order
         self._order = itertools.count()
         self._robots_waiting: dict[str, int] = {}  # robots.txt requests waiting to start
-        self._last_end: dict[str, float] = {}
-        self._ends = 0
         self._waiters: dict[str, asyncio.Future[None]] = {}
         #: Since when a request of each unit has waited in the gate for its turn.
         self.waiting_since: dict[str, float] = {}
@@ -148,6 +143,9 @@ class Politeness:
         # Requests a queue handed out, until they are done: unit key by request.
         self._released: dict[Request, str] = {}
         self.out: dict[str, int] = {}  # unit key -> released requests not yet done
+        #: Requests whose unit the shared queue's pop holds in the fleet's Redis, until
+        #: they are done: the pop's token, and the floor it held the unit with.
+        self.held_by_pop: dict[Request, tuple[str, float]] = {}
         self.done: OrderedDict[str, None] = OrderedDict()
         #: Called with a unit key when one of its requests is done, or ended.
         self.on_done: list[Callable[[str], None]] = []
@@ -185,10 +183,7 @@ class Politeness:
         floor = self.floor(key)
         if not floor and robots is None:
             return held
-        if self._in_progress.get(key):
-            return INFINITY
-        last = self._last_end.get(key)
-        return max(held, last + floor if last is not None else 0.0)
+        return self.ledger.ready_at(key, floor, held)
 
     def _reads_before(self, key: str, authority: str) -> bool:
         """Whether a request of *authority*'s robots.txt fetch waits for a robots.txt
@@ -216,9 +211,9 @@ class Politeness:
         now = self.now()
         if self.held_until(key) > now:
             return "held"
-        if self._in_progress.get(key) and self.floor(key):
+        if self.ledger.in_progress(key) and self.floor(key):
             return "in progress"
-        last = self._last_end.get(key)
+        last = self.ledger.last_end(key)
         if last is not None and last + self.floor(key) > now:
             return "spaced"
         return "ready"
@@ -267,20 +262,11 @@ class Politeness:
                 del self._robots_waiting[key]
 
     def started(self, key: str) -> None:
-        self._in_progress[key] = self._in_progress.get(key, 0) + 1
+        self.ledger.started(key)
 
     def ended(self, key: str) -> None:
         """A request of unit *key* that :meth:`started` ended now."""
-        left = self._in_progress.get(key, 0) - 1
-        if left > 0:
-            self._in_progress[key] = left
-        else:
-            self._in_progress.pop(key, None)
-        now = self.now()
-        self._last_end[key] = now
-        self._ends += 1
-        if self._ends % SWEEP_EVERY == 0:
-            self._sweep(now)
+        self.ledger.ended(key, self.limits.max_floor)
         self.changed(key)
         for done in self.on_done:
             done(key)
@@ -311,11 +297,6 @@ class Politeness:
             for done in self.on_done:
                 done(key)
 
-    def _sweep(self, now: float) -> None:
-        horizon = now - self.limits.max_floor
-        for key in [key for key, end in self._last_end.items() if end < horizon]:
-            del self._last_end[key]
-
     # -- the queues' requests ------------------------------------------------
 
     def released(self, request: Request, key: str) -> None:
@@ -324,6 +305,14 @@ class Politeness:
             return
         self._released[request] = key
         self.out[key] = self.out.get(key, 0) + 1
+
+    def pop_hold(self, key: str) -> tuple[str, float] | None:
+        """A hold the shared queue's pop took of unit *key* for a request of this
+        process (see :attr:`held_by_pop`), if any."""
+        for request, held in self.held_by_pop.items():
+            if self._released.get(request) == key:
+                return held
+        return None
 
     def finished(self, request: Request, reached: bool) -> None:
         """*request* is done with: downloaded (*reached*: the site saw it), or dropped,
@@ -335,6 +324,7 @@ class Politeness:
             return
         for finished in self.on_finished:
             finished(request, key, reached)
+        self.held_by_pop.pop(request, None)
         left = self.out[key] - 1
         if left:
             self.out[key] = left

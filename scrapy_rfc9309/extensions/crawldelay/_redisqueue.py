@@ -54,10 +54,12 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
-from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, RedisReplyError
+from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError
 from ..._settings import LEASE_MARGIN, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
+from ...fleet.ledger import SOURCE, ledger_call
+from ...fleet.spacing import PREFIX
 from ._politeness import politeness
 from ._pqueue import HORIZON
 from ._waker import EngineWaker
@@ -80,186 +82,11 @@ try:
 except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
-_NOW = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-#: Every script's ARGV begins so: the prefix of the units' list keys, the prefix of
-#: the processes' wake lists, this process's id, how long a process counts as seen
-#: (microseconds).  This process is seen now; the processes seen lately are
-#: KEYS[5]'s members scored within that time (older ones are dropped).
-_SEEN = """
-redis.call('ZADD', KEYS[5], string.format('%.0f', now), ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', string.format('(%.0f', now - tonumber(ARGV[4])))
-"""
-#: The units and their owners.  Each unit is in KEYS[1] by its ready time, and in
-#: its owner's own set (KEYS[4] .. ':' .. owner) by the same time, so that a pop
-#: finds the process's ready units however many others' are ready.
-_UNITS = """
-local function owned(process) return KEYS[4] .. ':' .. process end
-local function owner(unit)  -- its owner, if seen lately
-  local process = redis.call('HGET', KEYS[4], unit)
-  if process and redis.call('ZSCORE', KEYS[5], process) then return process end
-  return false
-end
-local function place(unit, time)  -- the unit's ready time, in both sets
-  local at = string.format('%.0f', time)
-  redis.call('ZADD', KEYS[1], at, unit)
-  local process = redis.call('HGET', KEYS[4], unit)
-  if process then redis.call('ZADD', owned(process), at, unit) end
-end
-local function give(unit, process)
-  local before = redis.call('HGET', KEYS[4], unit)
-  if before then redis.call('ZREM', owned(before), unit) end
-  redis.call('HSET', KEYS[4], unit, process)
-  redis.call('ZADD', owned(process), redis.call('ZSCORE', KEYS[1], unit), unit)
-end
-local function drop(unit)
-  redis.call('ZREM', KEYS[1], unit)
-  local process = redis.call('HGET', KEYS[4], unit)
-  if process then redis.call('ZREM', owned(process), unit) end
-  redis.call('HDEL', KEYS[4], unit)
-end
-local function wake(process)  -- another process is told to look (one item at most)
-  if process == ARGV[3] then return end
-  local key = ARGV[2] .. process
-  if redis.call('EXISTS', key) == 0 then redis.call('RPUSH', key, '1') end
-  redis.call('PEXPIRE', key, math.floor(tonumber(ARGV[4]) / 1000))
-end
-"""
-#: No more than the common ARGV.
-_JOIN = _NOW + _SEEN + "return 1\n"
-#: Version 0.1 named the units' sorted set and lists after hosts: KEYS[1] = the
-#: old set, KEYS[2] = the new one, ARGV = the old lists' prefix, the new one.  Renames
-#: the old keys if there are any and no new ones; returns 1 if it did.
-_TAKE_OVER = """
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-for _, unit in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if redis.call('EXISTS', ARGV[1] .. unit) == 1 then
-    redis.call('RENAME', ARGV[1] .. unit, ARGV[2] .. unit)
-  end
-end
-redis.call('RENAME', KEYS[1], KEYS[2])
-return 1
-"""
-#: KEYS: see :attr:`HostReadyRedisQueue.keys`.  ARGV[5] = the unit, ARGV[6] = the
-#: encoded request.  A new unit, or one whose owner is gone, is given to the
-#: processes seen lately, sorted, in turn; a unit that had nothing queued wakes its
-#: owner.
-_PUSH = (
-    _NOW
-    + _SEEN
-    + _UNITS
-    + """
-local unit = ARGV[5]
-local queued = redis.call('RPUSH', ARGV[1] .. unit, ARGV[6])
-redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[1], 'NX', string.format('%.0f', now), unit)
-local process = owner(unit)
-if not process then
-  local processes = redis.call('ZRANGE', KEYS[5], 0, -1)
-  table.sort(processes)
-  process = processes[redis.call('INCR', KEYS[6]) % #processes + 1]
-  give(unit, process)
-end
-if queued == 1 then wake(process) end
-return 1
-"""
-)
-#: The ends of this process's requests since its last call, applied before a pop
-#: (or alone): from ARGV[first] on, groups of four: the unit, its floor
-#: (microseconds), whether the floor is known (1) or the request was dropped before
-#: the site saw it (0), and in how many microseconds from now the unit is ready (its
-#: floor after the request's end, or the end of its hold; less than 0: already).  A
-#: unit with requests queued wakes its owner, if another process; ``queued`` counts
-#: them.
-_ENDS = """
-local queued = 0
-for i = first, #ARGV, 4 do
-  local unit = ARGV[i]
-  if ARGV[i + 2] == '1' then redis.call('HSET', KEYS[3], unit, ARGV[i + 1]) end
-  if redis.call('ZSCORE', KEYS[1], unit) then
-    place(unit, now + tonumber(ARGV[i + 3]))
-    if redis.call('LLEN', ARGV[1] .. unit) > 0 then
-      queued = queued + 1
-      local process = owner(unit)
-      if process then wake(process) end
-    end
-  end
-end
-"""
-#: ARGV[5:] = the ends (see _ENDS).  Returns how many of their units have requests
-#: queued.
-_ENDED = _NOW + _SEEN + _UNITS + "local first = 5\n" + _ENDS + "return queued\n"
-#: ARGV[5] = lease, ARGV[6] = grace (microseconds), ARGV[7] = this pop's number,
-#: ARGV[8] = the number of the last pop whose request reached the process, then the
-#: ends of this process's requests since its last call (see _ENDS).  The last request
-#: popped is kept in KEYS[7] with its pop's number: if the process never got it (the
-#: reply was lost with the connection), this pop returns it again.  Returns
-#: {request or false, microseconds until a unit may be ready for this process or
-#: false, the requests left}.  The process takes a request of its own ready units,
-#: else of a unit ready for ``grace`` that its owner did not take (busy, slow or
-#: gone: a gone owner's unit becomes this process's).  A unit whose list the pop
-#: empties keeps its place (and its hold): a request pushed for it meanwhile waits
-#: for the hold too.  A ready unit with an empty list is dropped when a pop meets it.
-_POP = (
-    _NOW
-    + _SEEN
-    + _UNITS
-    + "local first = 9\n"
-    + _ENDS
-    + """
-local last = redis.call('HMGET', KEYS[7], 'number', 'data')
-if last[1] and last[1] ~= ARGV[8] then
-  redis.call('HSET', KEYS[7], 'number', ARGV[7])
-  return {last[2], false, redis.call('GET', KEYS[2])}
-end
-local grace = tonumber(ARGV[6])
-local function take(unit)
-  local data = redis.call('LPOP', ARGV[1] .. unit)
-  if not data then
-    drop(unit)
-    return false
-  end
-  redis.call('HSET', KEYS[7], 'number', ARGV[7], 'data', data)
-  redis.call('PEXPIRE', KEYS[7], 3600000)  -- the process's lifetime at most, if killed
-  redis.call('DECR', KEYS[2])
-  local floor = tonumber(redis.call('HGET', KEYS[3], unit) or '-1')
-  if floor ~= 0 then place(unit, now + tonumber(ARGV[5])) else place(unit, now) end
-  return {data, false, redis.call('GET', KEYS[2])}
-end
-local function ready(key, before)
-  return redis.call('ZRANGEBYSCORE', key, '-inf', string.format('%.0f', before), 'LIMIT', 0, 20)
-end
-for _, unit in ipairs(ready(owned(ARGV[3]), now)) do
-  local taken = take(unit)
-  if taken then return taken end
-end
-for _, unit in ipairs(ready(KEYS[1], now - grace)) do
-  if not owner(unit) then give(unit, ARGV[3]) end
-  local taken = take(unit)
-  if taken then return taken end
-end
-local soonest = false
-local function after(key, from, plus)
-  local next = redis.call(
-    'ZRANGEBYSCORE', key, string.format('(%.0f', from), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if #next > 0 then
-    local wait = tonumber(next[2]) + plus - now
-    if not soonest or wait < soonest then soonest = wait end
-  end
-end
-after(owned(ARGV[3]), now, 0)
-after(KEYS[1], now - grace, grace)
-local count = redis.call('GET', KEYS[2])
-if not soonest then return {false, false, count} end
-return {false, string.format('%.0f', soonest), count}
-"""
-)
-
-
 logger = logging.getLogger(__name__)
 
 #: The end of a request this process took: its unit, the unit's floor, whether the
-#: floor is known, when it ended (on the politeness clock).
-_End = tuple[str, float, bool, float]
+#: site saw it (the floor is known), and the token its pop held the unit for.
+_End = tuple[str, float, bool, str]
 
 #: The count of queued requests a pop brought back is used for this long (seconds).
 COUNT_FRESH = 0.5
@@ -353,24 +180,19 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._list_prefix = f"{self.key}:unit:"
         wake_prefix = f"{self.key}:wake:"  # each process's wake list: this, its id
         self._wake_key = wake_prefix + self._id
-        #: The ARGV every script begins with (see _SEEN).
+        #: The arguments every queue function of the ledger begins with.
         self._argv: list[str | int] = [
             self._list_prefix,
             wake_prefix,
             self._id,
             int(SEEN * 1_000_000),
+            PREFIX,
         ]
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
-        self._scripts = {
-            name: server.register_script(script)
-            for name, script in (
-                ("push", _PUSH),
-                ("pop", _POP),
-                ("ended", _ENDED),
-                ("join", _JOIN),
-            )
-        }
+        self._ledger = server.register_script(SOURCE)
+        #: The token each request's pop held its unit for, until its end is told.
+        self._tokens: dict[Request, str] = {}
         self._reported: set[str] = set()  # units without a floor, already said so
         #: Requests whose domain's budget is spent: this process's budget middleware
         #: drops them at once, so they are kept here, not shared, and never wait.
@@ -406,7 +228,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self.close, signal=signals.spider_closed)
         old_units, old_lists = f"{self.key}:hosts", f"{self.key}:host:"
-        if server.eval(_TAKE_OVER, 2, old_units, self.keys[0], old_lists, self._list_prefix):
+        taken_over = self._ledger(
+            keys=[old_units, self.keys[0]], args=["take_over", old_lists, self._list_prefix]
+        )
+        if taken_over:
             logger.info(
                 "The shared queue renamed the keys version 0.1 left (%s, %s*)", old_units, old_lists
             )
@@ -422,9 +247,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._listening = True  # until a wait fails
 
     def _call(self, name: str, args: list[Any]) -> Any:
-        """Run the script *name* with a blocking call."""
+        """Run the ledger's queue function *name* with a blocking call."""
         self._called_at = self.politeness.now()
-        return self._scripts[name](keys=self.keys, args=[*self._argv, *args])
+        return self._ledger(keys=self.keys, args=[name, *self._argv, *args])
 
     def __len__(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
@@ -474,7 +299,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
 
     async def _pushed(self, request: Request, args: list[Any]) -> None:
         try:
-            await self._evalsha(self._client, "push", args)
+            await self._call_async(self._client, "push", args)
         except RedisConnectionError as exc:
             self._kept.append(request)
             self._unreachable(exc)
@@ -564,17 +389,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not future.cancelled() and future.exception() is not None:
             logger.error("The shared queue lost a request", exc_info=future.exception())
 
-    async def _evalsha(self, client: PipelinedRedis | None, name: str, args: list[Any]) -> Any:
-        """Run the script *name* through an asynchronous connection; its reply."""
+    async def _call_async(self, client: PipelinedRedis | None, name: str, args: list[Any]) -> Any:
+        """Run the ledger's queue function *name* through an asynchronous connection;
+        its reply."""
         assert client is not None
         self._called_at = self.politeness.now()
-        script, keys, argv = self._scripts[name], self.keys, self._argv
-        try:
-            return await client.call("EVALSHA", script.sha, len(keys), *keys, *argv, *args)
-        except RedisReplyError as exc:
-            if not str(exc).startswith("NOSCRIPT"):
-                raise
-            return await client.call("EVAL", script.script, len(keys), *keys, *argv, *args)
+        return await ledger_call(client, name, self.keys, *self._argv, *args)
 
     async def _listen(self) -> None:
         """Wait on this process's wake list, on a connection of its own, and have the
@@ -588,7 +408,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             while True:
                 try:
                     if self.politeness.now() - self._called_at >= LISTEN:
-                        await self._evalsha(client, "join", [])
+                        await self._call_async(client, "join", [])
                     woken = await client.call("BLPOP", self._wake_key, LISTEN)
                 except RedisConnectionError as exc:
                     self._listening = False
@@ -628,7 +448,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._pops += 1
         args = [lease, int(GRACE * 1_000_000), self._pops, self._popped, *self._told(ends)]
         try:
-            data, wait, count = self._call("pop", args)
+            data, token, held_with, wait, count = self._call("pop", args)
         except REDIS_AWAY as exc:
             self._keep_ends(ends)
             self._unreachable(exc)
@@ -654,37 +474,45 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._popped = self._pops
         request = request_from_dict(self.serializer.loads(data), spider=self.spider)
         self.politeness.released(request, self.politeness.unit(request))
+        if token:
+            token = token.decode()
+            self._tokens[request] = token
+            if self._health is not None:  # the fleet's spacing is on this Redis
+                self.politeness.held_by_pop[request] = (token, int(held_with) / 1_000_000)
+                self.crawler.stats.inc_value("fleet/acquired_by_pop")
         return request
 
     def _finished(self, request: Request, unit: str, reached: bool) -> None:
         """A request this process took is done: the unit is ready again ``floor``
-        after it ended (or at once, if the site never saw it)."""
+        after it ended (or at once, if the site never saw it), and its pop's hold
+        ends."""
+        token = self._tokens.pop(request, "")
         if not reached:
-            self._ended(unit, 0.0, known=False)
+            self._ended(unit, 0.0, False, token)
             return
         floor = self.politeness.floor(unit)
-        if not floor and unit in self._reported:
+        if not floor and unit in self._reported and not token:
             return
         if not floor:
             self._reported.add(unit)
         else:
             self._reported.discard(unit)  # a unit that backs off is floored for a while
-        self._ended(unit, floor, known=True)
+        self._ended(unit, floor, True, token)
 
-    def _ended(self, unit: str, floor: float, known: bool) -> None:
+    def _ended(self, unit: str, floor: float, known: bool, token: str) -> None:
         """Tell Redis a request of *unit* ended now, without blocking the reactor:
         through a pipelined asynchronous connection to the queue's Redis; or, when
         that client cannot reach it as redis-py does (custom TLS settings), with the
         next pop (the engine asks for a request as soon as one ends)."""
         now = self.politeness.now()
-        self._ends.append((unit, floor, known, now))
+        self._ends.append((unit, floor, known, token))
         if self._client is not None and _loop_running() and not self._away:
             ready = max(now + floor, self.politeness.held_until(unit))
             self._in_background(self._tell(self._take_ends(), ready))
 
     async def _tell(self, ends: list[_End], ready: float) -> None:
         try:
-            queued = await self._evalsha(self._client, "ended", self._told(ends))
+            queued = await self._call_async(self._client, "ended", self._told(ends))
         except Exception as exc:  # told with the next call
             self._keep_ends(ends)
             if isinstance(exc, RedisConnectionError):
@@ -713,12 +541,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._ends[:0] = ends
 
     def _told(self, ends: list[_End]) -> list[str | int]:
-        """*ends* as the scripts take them (_ENDS)."""
+        """*ends* as the ledger takes them (its ``apply_ends``)."""
         now = self.politeness.now()
         told: list[str | int] = []
-        for unit, floor, known, ended in ends:
-            ready = max(ended + floor, self.politeness.held_until(unit))
-            told += [unit, int(floor * 1_000_000), int(known), int((ready - now) * 1_000_000)]
+        for unit, floor, known, token in ends:
+            held = int((self.politeness.held_until(unit) - now) * 1_000_000)
+            told += [unit, int(floor * 1_000_000), int(known), held, token]
         return told
 
     async def close(self, spider: Any = None) -> None:
@@ -750,7 +578,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                 self.server.delete(self.keys[6])
                 return
             if told:
-                await self._evalsha(self._client, "ended", told)
+                await self._call_async(self._client, "ended", told)
             await self._client.call("ZREM", self.keys[4], self._id)
             await self._client.call("DEL", self.keys[6])
         except REDIS_AWAY as exc:  # the leases end the holds
