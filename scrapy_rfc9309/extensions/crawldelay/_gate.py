@@ -43,7 +43,8 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from ..._shared import META_ROBOTS, offers
 from ...robots import is_redirect
-from ._politeness import INFINITY, politeness
+from ._ledger import INFINITY
+from ._politeness import politeness
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

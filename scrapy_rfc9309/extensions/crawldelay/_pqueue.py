@@ -48,7 +48,8 @@ from scrapy.utils.defer import deferred_from_coro
 from ..._settings import configured_concurrency
 from ..._shared import offers
 from ._gate import META_EARLY
-from ._politeness import INFINITY, politeness
+from ._ledger import INFINITY
+from ._politeness import politeness
 from ._waker import EngineWaker
 
 if TYPE_CHECKING:
