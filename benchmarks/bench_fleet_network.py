@@ -23,7 +23,6 @@ site.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import os
@@ -54,12 +53,14 @@ def crawl_process(settings: dict[str, object]) -> None:
     from scrapy_redis.spiders import RedisSpider
 
     from scrapy_rfc9309._redis import PipelinedRedis
-    from scrapy_rfc9309.extensions.crawldelay import _redisqueue
+    from scrapy_rfc9309.fleet.ledger import SHA, SOURCE
 
-    scripts = {
-        hashlib.sha1(getattr(_redisqueue, f"_{name.upper()}").encode()).hexdigest(): name
-        for name in ("push", "pop", "ended", "join")
-    }
+    def ledger_function(args) -> str | None:  # type: ignore[no-untyped-def]
+        """The ledger function an ``EVALSHA``/``EVAL`` calls (its name follows the keys)."""
+        if args[0] not in ("EVALSHA", "EVAL") or args[1:2] not in ((SHA,), (SOURCE,)):
+            return None
+        name = args[3 + int(args[2])]
+        return name.decode() if isinstance(name, bytes) else str(name)
     counted = {"sync": 0, "sync_seconds": 0.0, "dupefilter": 0, "async": 0}
     kinds: dict[str, int] = {}
     main_thread = threading.main_thread()
@@ -77,8 +78,8 @@ def crawl_process(settings: dict[str, object]) -> None:
             else:
                 counted["sync"] += 1
                 counted["sync_seconds"] += time.perf_counter() - start
-                script = scripts.get(str(args[1])) if args[0] == "EVALSHA" else None
-                name = f"script {script}" if script else f"{args[0]} {args[1:2]}"
+                function = ledger_function(args)
+                name = f"ledger {function}" if function else f"{args[0]} {str(args[1:2])[:40]}"
                 kinds[name] = kinds.get(name, 0) + 1
 
     redis.Redis.execute_command = timed  # type: ignore[method-assign]
@@ -86,10 +87,9 @@ def crawl_process(settings: dict[str, object]) -> None:
 
     async def counting(self, *args):  # type: ignore[no-untyped-def]
         counted["async"] += 1
-        if args[0] == "EVALSHA" and args[1] in scripts:
-            name = f"async script {scripts[args[1]]}"
-        elif args[0] in ("EVALSHA", "EVAL"):
-            name = "async " + str(args[3]).split(":{")[0].split(":")[-1]
+        function = ledger_function(args)
+        if function:
+            name = f"async ledger {function}"
         elif args[0] == "BLPOP":
             name = "async BLPOP wake"
         else:

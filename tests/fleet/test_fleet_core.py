@@ -196,6 +196,47 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     queue.clear()
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_pop_holds_a_floored_units_record_in_the_ledger_until_its_request_ends(url):
+    """A pop of a unit whose floor the queue knows holds the unit's record in the
+    fleet's ledger in the same call: another process's gate waits for it, and the
+    request's end, told by the queue, lets it go, the floor counting from then.  A
+    unit whose floor is not known yet is not held there (its robots.txt, fetched
+    through the gate, must not wait for its page)."""
+    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
+
+    queue = shared_queue(url, "held")
+    queue.clear()
+    polite = politeness(queue.crawler)
+    polite.tracking = True  # as the gate does: it sees every end
+    polite.limit_by(Floor(0.3))
+    spacing = FleetSpacing(url)
+    push_for(queue, "a.example")
+    push_for(queue, "a.example")
+
+    async def scenario():
+        await asyncio.sleep(0.05)  # pushed asynchronously
+        first = queue.pop()  # the floor not known yet: the record stays free
+        free = await spacing.acquire("a.example", 0.0, 30, "robots")
+        await spacing.release("a.example", 0.0, "robots")
+        polite.finished(first, reached=True)  # told with its floor
+        await asyncio.sleep(0.35)
+        second = queue.pop()
+        while_held = await spacing.acquire("a.example", 0.3, 30, "other")
+        polite.finished(second, reached=True)
+        await asyncio.sleep(0.05)  # the end is told asynchronously
+        after_end = await spacing.acquire("a.example", 0.3, 30, "other")
+        await queue.close()
+        spacing.close()
+        return first, second, free, while_held, after_end
+
+    first, second, free, while_held, after_end = await on_loop(scenario())
+    assert first is not None and second is not None
+    assert free == 0
+    assert while_held > 0
+    assert after_end > 0.2  # the floor after the popped request's end
+
+
 def shared_queue(url, key):
     """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet."""
     from scrapy import Spider
