@@ -61,6 +61,7 @@ def crawl_process(settings: dict[str, object]) -> None:
             return None
         name = args[3 + int(args[2])]
         return name.decode() if isinstance(name, bytes) else str(name)
+
     counted = {"sync": 0, "sync_seconds": 0.0, "dupefilter": 0, "async": 0}
     kinds: dict[str, int] = {}
     main_thread = threading.main_thread()
