@@ -426,6 +426,26 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "queue: scrapy_rfc9309.redisqueue.HostReadyRedisQueue" in log
 
 
+def test_a_robots_txt_expiring_while_a_popped_page_holds_its_unit_is_fetched_at_once(
+    site, fleet_redis
+):
+    """scrapy-redis's settings only (the shared queue on the fleet's Redis), robots.txt
+    kept 1 s, Crawl-delay 0.3 s: a page popped with its unit held in the fleet's
+    ledger finds the copy expired, and the fetch shares the page's hold instead of
+    waiting for it (which would last the hold's lease, DOWNLOAD_TIMEOUT + 5 s)."""
+    delay = 0.3
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {delay}\n".encode())
+    urls = [f"{site.url}/p/{i}" for i in range(16)]
+    settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, RFC9309_CACHE_TTL=1)
+    del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
+    stats = wait_all(start_fleet(settings, urls, processes=2), timeout=60)
+    pages = sorted(hit.path for hit in site.hits if hit.path.startswith("/p/"))
+    assert pages == sorted(f"/p/{i}" for i in range(16))
+    assert site.count("/robots.txt") >= 2  # it expired, and was fetched again
+    assert sum(s.get("fleet/acquired_by_pop", 0) for s in stats) >= 8
+    assert min(page_gaps(site, robots_too=True)) >= 0.95 * delay
+
+
 def test_with_fleet_redis_url_false_each_process_keeps_the_delay_alone(site, fleet_redis):
     """The same fleet with FLEET_REDIS_URL = False: the site sees requests closer than
     its Crawl-delay (what sharing is for), and the log says why."""
