@@ -217,9 +217,10 @@ end
 -- floor is known) or not (0), how long the unit is held from now (<= 0: not), and
 -- the token its pop held it for ('': none).  Each unit's record is let go of and
 -- held, and the unit placed when it may start; one with requests queued wakes its
--- owner.  Returns how many have requests queued.
+-- owner.  Returns how soon the first of those may start (false: none has requests
+-- queued).
 local function apply_ends(first)
-  local queued = 0
+  local soonest = false
   for i = first, #ARGV, 5 do
     local name, reached = ARGV[i], ARGV[i + 2] == '1'
     if reached then redis.call('HSET', KEYS[3], name, ARGV[i + 1]) end
@@ -231,15 +232,16 @@ local function apply_ends(first)
       store(unit)
     end
     if redis.call('ZSCORE', KEYS[1], name) then
-      place(name, now + wait_of(unit, math.max(unit.floor, POLL)))
+      local wait = wait_of(unit, math.max(unit.floor, POLL))
+      place(name, now + wait)
       if redis.call('LLEN', q.lists .. name) > 0 then
-        queued = queued + 1
+        if not soonest or wait < soonest then soonest = wait end
         local process = owner(name)
         if process then wake(process) end
       end
     end
   end
-  return queued
+  return soonest and int(soonest)
 end
 
 -- No more than being seen.
@@ -279,7 +281,7 @@ function calls.push(lists, wakes, process, seen_for, ledger, name, data)
   return 1
 end
 
--- ARGV after `queue`'s: the ends (see apply_ends).
+-- ARGV after `queue`'s: the ends (see apply_ends, whose answer this returns).
 function calls.ended(...)
   queue(...)
   return apply_ends(7)

@@ -504,15 +504,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         through a pipelined asynchronous connection to the queue's Redis; or, when
         that client cannot reach it as redis-py does (custom TLS settings), with the
         next pop (the engine asks for a request as soon as one ends)."""
-        now = self.politeness.now()
         self._ends.append((unit, floor, known, token))
         if self._client is not None and _loop_running() and not self._away:
-            ready = max(now + floor, self.politeness.held_until(unit))
-            self._in_background(self._tell(self._take_ends(), ready))
+            self._in_background(self._tell(self._take_ends()))
 
-    async def _tell(self, ends: list[_End], ready: float) -> None:
+    async def _tell(self, ends: list[_End]) -> None:
         try:
-            queued = await self._call_async(self._client, "ended", self._told(ends))
+            soonest = await self._call_async(self._client, "ended", self._told(ends))
         except Exception as exc:  # told with the next call
             self._keep_ends(ends)
             if isinstance(exc, RedisConnectionError):
@@ -520,11 +518,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             else:
                 self._say_once(f"The shared queue could not tell Redis a request ended ({exc})")
             return
-        if queued:
-            # The unit has requests queued, ready at *ready*: the engine asks Redis
-            # then (a pop meanwhile, as the engine asks when a request ends, may not
-            # have seen this end).
-            self._look_at(ready)
+        if soonest is not None:
+            # A unit with requests queued may start in *soonest*: the engine asks
+            # Redis then (a pop meanwhile, as the engine asks when a request ends,
+            # may not have seen this end).
+            self._look_at(self.politeness.now() + int(soonest) / 1_000_000)
 
     def _look_at(self, ready: float) -> None:
         """A unit may be ready for this process at *ready* (on the politeness
