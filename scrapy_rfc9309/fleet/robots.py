@@ -67,8 +67,9 @@ class SharedRobots:
     ) -> tuple[SharedFetch | None, bytes | None, str | None]:
         """The fleet's current result for *authority*, if any, the value of
         *other_key* (a key tagged with the same host: on the same shard), and when
-        the fleet has no result, the lock
-        (see :meth:`lock`) if it is free, all in one round trip: ``(result,
+        the fleet has no result, the lock (held
+        for at most *seconds*: a process killed mid-fetch holds it no longer) if it
+        is free, all in one round trip: ``(result,
         other_key's value, token or None)``.  Atomic: no process can publish between
         the read and the lock."""
         token = secrets.token_hex(8)
@@ -78,21 +79,13 @@ class SharedRobots:
             *([other_key] if other_key else []),
         ]
         lock_ms = max(int(seconds * 1000), 1)
-        data, ttl_ms, other, locked = await self._run("read_or_lock", keys, token, lock_ms)
+        data, ttl_ms, other, locked = await self._call("read_or_lock", keys, token, lock_ms)
         return _decoded(data, ttl_ms), other, token if int(locked) else None
-
-    async def lock(self, authority: str, seconds: float) -> str | None:
-        """A token if this process may fetch *authority* now (for at most *seconds*),
-        whatever was published (:meth:`read_or_lock` takes it only when nothing was)."""
-        token = secrets.token_hex(8)
-        key = authority_key(f"{self.prefix}:lock", authority)
-        reply = await self._call("SET", key, token, "NX", "PX", max(int(seconds * 1000), 1))
-        return token if reply == "OK" else None
 
     async def release(self, authority: str, token: str) -> None:
         """Give up the lock taken with *token* without publishing."""
         key = authority_key(f"{self.prefix}:lock", authority)
-        await self._run("unlock", [key], token)
+        await self._call("unlock", [key], token)
 
     async def publish(self, authority: str, fetch: SharedFetch, token: str) -> None:
         """Share *fetch* for its ``ttl`` and release the lock taken with *token*."""
@@ -102,15 +95,9 @@ class SharedRobots:
             authority_key(f"{self.prefix}:lock", authority),
         ]
         ttl_ms = max(int(fetch.ttl * 1000), 1)
-        await self._run("publish", keys, fetch.encode(), ttl_ms, token)
+        await self._call("publish", keys, fetch.encode(), ttl_ms, token)
 
-    async def _call(self, *args: Any) -> Any:
-        try:
-            return await self._redis.call(*args)
-        except Exception as exc:
-            raise SharedRobotsError(str(exc)) from exc
-
-    async def _run(self, function: str, keys: Sequence[str], *args: str | int) -> Any:
+    async def _call(self, function: str, keys: Sequence[str], *args: str | int) -> Any:
         """Run the fleet ledger's *function* (see :mod:`.ledger`)."""
         try:
             return await ledger_call(self._redis, function, keys, *args)

@@ -289,7 +289,7 @@ async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_f
     async def scenario():
         nonlocal a_token
         try:
-            a_token = await process_a.lock(authority, 5)
+            _, _, a_token = await process_a.read_or_lock(authority, 5)
             return await fetcher.fetch(authority)
         finally:
             fetcher.close()
