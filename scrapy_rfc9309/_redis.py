@@ -129,7 +129,9 @@ _INCOMPLETE: Any = object()
 def parse(buffer: bytes | bytearray, start: int = 0) -> tuple[Any, int]:
     """One reply from *buffer* at *start*: ``(reply, end)``, or ``(_INCOMPLETE, start)``
     when the buffer does not hold all of it yet.  An error reply is returned as a
-    :class:`RedisReplyError` instance; a null as None.  Raises ValueError on bytes
+    :class:`RedisReplyError` instance (``LOADING``, a server still reading its files
+    after a restart, as a :class:`RedisConnectionError`: it is not there yet); a
+    null as None.  Raises ValueError on bytes
     that are not RESP."""
     line_end = buffer.find(b"\r\n", start)
     if line_end < 0:
@@ -140,7 +142,10 @@ def parse(buffer: bytes | bytearray, start: int = 0) -> tuple[Any, int]:
     if kind == 0x2B:  # '+' simple string
         return line.decode(), end
     if kind == 0x2D:  # '-' error
-        return RedisReplyError(line.decode(errors="replace")), end
+        message = line.decode(errors="replace")
+        if message.startswith("LOADING"):  # restarting from its files: not there yet
+            return RedisConnectionError(message), end
+        return RedisReplyError(message), end
     if kind == 0x24:  # '$' bulk string
         size = int(line)
         if size < 0:
@@ -204,7 +209,7 @@ class _RespProtocol(asyncio.Protocol):
                 future, _ = self._waiting.popleft()
                 if future.done():  # its caller gave up on it
                     continue
-                if isinstance(reply, RedisReplyError):
+                if isinstance(reply, (RedisReplyError, RedisConnectionError)):
                     future.set_exception(reply)
                 else:
                     future.set_result(reply)

@@ -40,6 +40,12 @@ def test_parse_every_reply_kind_and_wait_for_the_rest_at_every_cut(wire, reply):
         assert parse(wire[:cut]) == (_INCOMPLETE, 0)
 
 
+def test_a_server_still_loading_its_files_is_not_reachable_yet():
+    # A restarted Redis answers LOADING until it has read its files: away, not wrong.
+    error, _ = parse(b"-LOADING Redis is loading the dataset in memory\r\n")
+    assert isinstance(error, RedisConnectionError) and str(error).startswith("LOADING")
+
+
 def test_parse_an_error_reply_as_an_exception_value():
     error, end = parse(b"-NOSCRIPT No matching script\r\n")
     assert isinstance(error, RedisReplyError) and str(error) == "NOSCRIPT No matching script"
