@@ -13,6 +13,9 @@ fleet (when none is, the engine is woken when the first one will be; see
 * a unit is held (not ready) from the pop of one of its requests until the process
   that took it says the request ended, then ready ``floor`` later; a unit whose floor
   no process knows yet (its robots.txt not read) is held the same way;
+* on the fleet's Redis, the pop of a floored unit's request holds the unit's record
+  in the fleet's ledger too (:mod:`scrapy_rfc9309.fleet.ledger`), in the same call:
+  the gate asks Redis nothing more for it;
 * a unit known to have no floor stays ready;
 * a unit that asked to slow down (see :mod:`._backoff`) is not ready before its hold
   ends, and is floored while it backs off;
