@@ -273,6 +273,9 @@ def test_every_robots_txt_behaviour_ends_right_in_a_fleet_with_its_shared_queue(
         SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
         REDIS_START_URLS_BATCH_SIZE=4,
         MAX_IDLE_TIME_BEFORE_CLOSE=6,
+        # Copies expire within a site's crawl: a page the queue's pop took, holding
+        # its unit in the fleet's Redis, meets its site's robots.txt fetched again.
+        RFC9309_CACHE_TTL=1,
     )
     fleet = [crawler(robots_sites, settings, mode="--redis-spider") for _ in range(2)]
     try:
@@ -290,3 +293,7 @@ def test_every_robots_txt_behaviour_ends_right_in_a_fleet_with_its_shared_queue(
             if process.poll() is None:
                 process.kill()
     assert_every_site_right(robots_sites, fleet=True)
+    refetched = [
+        site.host for site in sites() if robots_sites.paths(site.host).count("/robots.txt") > 1
+    ]
+    assert "perm308.com" in refetched, refetched  # its Crawl-delay: pages 0.5 s apart
