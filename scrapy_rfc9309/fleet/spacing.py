@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ledger import Ledger
 from . import fleet_client, unit_key
 from .ledger import ledger_call
 
@@ -39,7 +40,7 @@ class SpacingError(Exception):
     """Redis could not be reached or refused the call."""
 
 
-class FleetSpacing:
+class FleetSpacing(Ledger):
     """``await spacing.acquire("example.com", 1.0, 190, token)`` -> seconds to wait
     before asking again (0: start now, the unit is held for *token* for at most
     190 s); ``await spacing.release("example.com", 1.0, token)`` once that request

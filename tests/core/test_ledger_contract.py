@@ -8,8 +8,8 @@ import asyncio
 import pytest
 import pytest_twisted
 
-from scrapy_rfc9309.extensions.crawldelay._ledger import LocalLedger
 from scrapy_rfc9309.fleet.spacing import FleetSpacing
+from scrapy_rfc9309.ledger import LocalLedger
 from tests.helpers import on_loop
 
 

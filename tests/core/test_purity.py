@@ -13,6 +13,7 @@ PACKAGE = Path(scrapy_rfc9309.__file__).parent
 #: budget core and its storages, and the fleet's Redis protocols.
 CORE_MODULES = [
     "scrapy_rfc9309._redis",  # the RESP client of the budgets and the fleet
+    "scrapy_rfc9309.ledger",  # when a unit may start: the interface, in one process
     *(
         module.name
         for package in ("robots", "budget", "fleet", "backoff")

@@ -9,8 +9,8 @@ import logging
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.extensions.crawldelay import CrawlDelayThrottle
-from scrapy_rfc9309.extensions.crawldelay._ledger import INFINITY
 from scrapy_rfc9309.extensions.crawldelay._politeness import NoLimits, Politeness
+from scrapy_rfc9309.ledger import INFINITY
 
 A, B = "http://a.com", "http://b.com"
 

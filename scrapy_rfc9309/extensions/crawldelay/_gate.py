@@ -42,8 +42,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..._shared import META_ROBOTS, offers
+from ...ledger import INFINITY
 from ...robots import is_redirect
-from ._ledger import INFINITY
 from ._politeness import politeness
 
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from scrapy.utils.httpobj import urlparse_cached
 
-from ._ledger import INFINITY, LocalLedger
+from ...ledger import INFINITY, LocalLedger
 from ._units import unit_of_host
 
 if TYPE_CHECKING:

@@ -47,8 +47,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from ..._settings import configured_concurrency
 from ..._shared import offers
+from ...ledger import INFINITY
 from ._gate import META_EARLY
-from ._ledger import INFINITY
 from ._politeness import politeness
 from ._waker import EngineWaker
 

@@ -1,8 +1,9 @@
 """The politeness ledger: when a unit may start its next request, behind one
 interface (:class:`Ledger`) with two backends, in one process (:class:`LocalLedger`,
-which :class:`~._politeness.Politeness` keeps for its crawl) and in Redis for a fleet
-(:class:`scrapy_rfc9309.fleet.spacing.FleetSpacing`, on ``fleet/ledger.lua``).  One
-contract test suite runs against both (``tests/core/test_ledger_contract.py``).
+which the Crawl-delay throttle's ``Politeness`` keeps for its crawl) and in Redis
+for a fleet (:class:`scrapy_rfc9309.fleet.spacing.FleetSpacing`, on
+``fleet/ledger.lua``).  One contract test suite runs against both
+(``tests/core/test_ledger_contract.py``).
 
 The rule, in both: a unit starts no request before its hold ends, none while a
 request holds it (until that one ends, or its lease does), and none before its floor
@@ -51,7 +52,7 @@ class _Acquired:
     until: float  # the lease's end, or the release
 
 
-class LocalLedger:
+class LocalLedger(Ledger):
     """The ledger of one process, on *now* (``time.monotonic``).  The gate tells it
     the requests of each unit as they start and end (:meth:`started`,
     :meth:`ended`), and :meth:`ready_at` applies the rule with the unit's floor and
