@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 INFINITY = float("inf")
-#: While another request holds a unit, ask again at least this often (seconds).
+#: While another request holds a unit, ask again after its floor, and no sooner than
+#: this (seconds): a unit with no floor yet is not polled endlessly.
 POLL_MIN = 0.05
 #: The last ends are swept every this many ends: those whose largest possible floor
 #: has passed are forgotten (a broad crawl keeps one per recently used unit).
@@ -111,8 +112,9 @@ class LocalLedger(Ledger):
             return hold - now
         held = self._acquired.get(unit)
         if held is not None and held.until > now and not (token and held.token == token):
-            # Held by another request: ask again within its floor (and a poll).
-            return max(min(held.until - now, max(floor, POLL_MIN), floor), 0.001)
+            # Held by another request: ask again after the floor (a poll at least),
+            # or when its lease ends if sooner.
+            return max(min(held.until - now, max(floor, POLL_MIN)), 0.001)
         wait = self.ready_at(unit, floor) - now
         if wait > 0:
             return wait

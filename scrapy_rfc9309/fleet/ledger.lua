@@ -22,8 +22,8 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function int(n) return string.format('%.0f', n) end
 
 local calls = {}
--- While another request holds a unit, ask again at least this often: a unit with no
--- floor yet (its robots.txt on the wire) is not polled endlessly.
+-- While another request holds a unit, ask again after its floor, and no sooner than
+-- this: a unit with no floor yet (its robots.txt on the wire) is not polled endlessly.
 local POLL = 50000
 
 -- Units -----------------------------------------------------------------------
@@ -49,10 +49,11 @@ end
 
 -- THE RULE: how long until the unit may start a request (0: now).  Not before its
 -- hold ends, nor while a request holds it, nor before `floor` after the last end.
--- While held by a request, the answer is when to ask again: at most `poll`.
+-- While held by a request, the answer is when to ask again: after `poll`, or when
+-- the hold's lease ends if sooner.
 local function wait_of(unit, poll)
   if now < unit.hold then return unit.hold - now end
-  if now < unit.busy then return math.max(math.min(unit.busy - now, poll, unit.floor), 1000) end
+  if now < unit.busy then return math.max(math.min(unit.busy - now, poll), 1000) end
   return math.max(unit.last_end + unit.floor - now, 0)
 end
 
@@ -79,10 +80,10 @@ end
 -- now (returns 0), else returns how long to wait before asking again.
 -- An acquisition already holding the unit (`token` is its owner: a request its
 -- pop took, whose process learnt a larger floor since) is asked the floor again.
-function calls.acquire(floor, lease, poll, token)
+function calls.acquire(floor, lease, token)
   local unit = load(KEYS[1], floor)
   if token ~= '' and unit.owner == token then unit.busy = 0 end
-  local wait = wait_of(unit, tonumber(poll))
+  local wait = wait_of(unit, math.max(unit.floor, POLL))
   if wait == 0 then take(unit, tonumber(lease), token) end
   return wait
 end

@@ -29,9 +29,6 @@ from ..ledger import Ledger
 from . import fleet_client, unit_key
 from .ledger import ledger_call
 
-#: While another process holds a unit, ask again at least this often (seconds), so
-#: that a unit with no floor yet (its robots.txt on the wire) is not polled endlessly.
-POLL_MIN = 0.05
 #: The prefix of the units' records: the shared queue's pops acquire the same ones.
 PREFIX = "rfc9309:spacing"
 
@@ -52,8 +49,7 @@ class FleetSpacing(Ledger):
         self._redis = fleet_client(url, timeout)
 
     async def acquire(self, unit: str, floor: float, lease: float, token: str = "") -> float:
-        poll = max(floor, POLL_MIN)
-        waited = await self._unit("acquire", unit, *_micros(floor, lease, poll), token)
+        waited = await self._unit("acquire", unit, *_micros(floor, lease), token)
         return max(int(waited), 0) / 1_000_000
 
     async def release(self, unit: str, floor: float, token: str = "") -> None:

@@ -127,3 +127,21 @@ async def test_the_holder_asked_again_for_a_larger_floor_waits_it_and_keeps_the_
     assert again > 0.35  # the floor after the robots.txt fetch ended
     assert other > 0  # the unit is still the pop's
     assert finally_ == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_unit_held_before_its_floor_is_known_is_not_asked_about_endlessly(ledger):
+    """Another process holds the unit for its robots.txt fetch, no floor known yet:
+    ask again after a poll interval (50 ms), not at once, and no later than the
+    hold's lease."""
+
+    async def scenario():
+        assert await ledger.acquire("a.example", 0.0, 30, "robots") == 0
+        long_held = await ledger.acquire("a.example", 0.0, 30, "page")
+        assert await ledger.acquire("b.example", 0.0, 0.02, "robots") == 0
+        short_held = await ledger.acquire("b.example", 0.0, 30, "page")
+        return long_held, short_held
+
+    long_held, short_held = await on_loop(scenario())
+    assert 0.045 <= long_held <= 0.05
+    assert 0 < short_held <= 0.02  # the lease ends first
