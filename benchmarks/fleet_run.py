@@ -4,7 +4,9 @@ Run from the repository root:  ``python benchmarks/fleet_run.py``  (needs ``redi
 
 A local site asks ``Crawl-delay: 1`` and disallows ``/private/``; N crawler processes
 (scrapy-redis scheduler and dupefilter, one redis-server, the add-on, a Redis budget
-of 40 pages) crawl it, with and without ``FLEET_REDIS_URL``.  Printed per run:
+of 40 pages) crawl it: with scrapy-redis's settings only (the add-on shares through
+``REDIS_URL``), with ``FLEET_REDIS_URL`` named, and with ``FLEET_REDIS_URL = False``
+(each process alone).  Printed per run:
 robots.txt fetches, requests/s at the site, the smallest and median gap between
 requests, pages fetched (budget).
 """
@@ -53,7 +55,9 @@ def serve(log: list[tuple[float, str]]) -> ThreadingHTTPServer:
     return server
 
 
-def run(redis_url: str, processes: int, fleet: bool, budget: int) -> str:
+def run(redis_url: str, processes: int, fleet: str, budget: int) -> str:
+    """*fleet*: "default" (scrapy-redis's settings only), "named" (``FLEET_REDIS_URL``
+    set), "" (``FLEET_REDIS_URL = False``)."""
     redis.Redis.from_url(redis_url).flushdb()
     log: list[tuple[float, str]] = []
     server = serve(log)
@@ -74,12 +78,12 @@ def run(redis_url: str, processes: int, fleet: bool, budget: int) -> str:
         },
         "REDIS_START_URLS_BATCH_SIZE": 2,
         "LOG_LEVEL": "ERROR",
-        **({"FLEET_REDIS_URL": redis_url} if fleet else {}),
+        **({} if fleet == "default" else {"FLEET_REDIS_URL": redis_url if fleet else False}),
     }
     urls = [f"{base}/p/{i}" for i in range(budget * 2)] + [f"{base}/private/x"]
-    redis.Redis.from_url(redis_url).rpush(
-        "pages:start_urls", *(json.dumps({"url": url}) for url in urls)
-    )
+    server_redis = redis.Redis.from_url(redis_url)
+    server_redis.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in urls))
+    server_redis.set("pages:started", 1)  # the processes close once idle from now on
     command = [sys.executable, "-m", "tests.crawl_process", "--redis-spider", json.dumps(settings)]
     crawlers = [
         subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL) for _ in range(processes)
@@ -92,7 +96,7 @@ def run(redis_url: str, processes: int, fleet: bool, budget: int) -> str:
     pages = sum(1 for _, path in log if path.startswith("/p/"))
     rate = (len(times) - 1) / (times[-1] - times[0])
     return (
-        f"{processes} process{'es' if processes > 1 else ''}, fleet {'on ' if fleet else 'off'}"
+        f"{processes} process{'es' if processes > 1 else ''}, fleet {fleet or 'off':<7}"
         f"  {sum(1 for _, p in log if p == '/robots.txt'):>6}  {rate:>12.2f}"
         f"  {min(gaps) * 1000:>8.1f} ms  {statistics.median(gaps):>8.2f} s"
         f"  {pages:>3} ({budget})  {times[-1] - times[0]:>6.1f} s"
@@ -108,7 +112,8 @@ def main() -> None:
         print(
             f"{'run':<27}  robots  requests/s   min gap  median gap  pages (budget)  first to last"
         )
-        for processes, fleet in ((1, False), (3, False), (3, True)):
+        runs = ((1, ""), (3, ""), (3, "default"), (3, "named"))
+        for processes, fleet in runs:
             print(run(redis_url, processes, fleet, args.budget), flush=True)
     finally:
         redis_process.terminate()
