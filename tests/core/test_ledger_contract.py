@@ -64,26 +64,14 @@ async def test_a_held_unit_is_not_acquired_and_is_listed_until_its_hold_ends(led
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_unit_held_by_a_dead_process_is_free_when_its_lease_ends(ledger):
-    async def scenario():
-        assert await ledger.acquire("a.example", 0.1, 0.3, "A") == 0  # then killed
-        during = await ledger.acquire("a.example", 0.1, 30, "B")
-        await asyncio.sleep(0.35)  # the lease: the floor counts from the last end, none
-        return during, await ledger.acquire("a.example", 0.1, 30, "B")
-
-    during, after = await on_loop(scenario())
-    assert during > 0
-    assert after == 0
-
-
-@pytest_twisted.ensureDeferred
-async def test_a_release_that_comes_after_its_lease_frees_nobody_elses_request(ledger):
-    """Process A's release came late (Redis was away): its lease had ended and B held
-    the unit.  A's release names A's acquisition, so B keeps the unit: C waits for
-    B's request to end, not for A's."""
+async def test_a_lease_frees_a_dead_holders_unit_and_a_late_release_frees_nobody_else(ledger):
+    """Process A died mid-request, or its release came late (Redis was away): B waits
+    while A's lease runs, then takes the unit.  A's late release names A's
+    acquisition, so B keeps the unit: C waits for B's request to end, not for A's."""
 
     async def scenario():
         assert await ledger.acquire("a.example", 0.1, 0.3, "A") == 0
+        during_a = await ledger.acquire("a.example", 0.1, 30, "B")
         await asyncio.sleep(0.45)  # A's lease, then the floor: A's release is lost
         assert await ledger.acquire("a.example", 0.1, 30, "B") == 0
         await ledger.release("a.example", 0.1, "A")  # A's release, late
@@ -91,9 +79,10 @@ async def test_a_release_that_comes_after_its_lease_frees_nobody_elses_request(l
         while_b_holds = await ledger.acquire("a.example", 0.1, 30, "C")
         await ledger.release("a.example", 0.1, "B")
         await asyncio.sleep(0.15)
-        return while_b_holds, await ledger.acquire("a.example", 0.1, 30, "C")
+        return during_a, while_b_holds, await ledger.acquire("a.example", 0.1, 30, "C")
 
-    while_b_holds, after_b = await on_loop(scenario())
+    during_a, while_b_holds, after_b = await on_loop(scenario())
+    assert during_a > 0
     assert while_b_holds > 0
     assert after_b == 0
 
@@ -138,10 +127,12 @@ async def test_a_unit_held_before_its_floor_is_known_is_not_asked_about_endlessl
     async def scenario():
         assert await ledger.acquire("a.example", 0.0, 30, "robots") == 0
         long_held = await ledger.acquire("a.example", 0.0, 30, "page")
-        assert await ledger.acquire("b.example", 0.0, 0.02, "robots") == 0
+        assert await ledger.acquire("b.example", 0.0, 0.04, "robots") == 0
         short_held = await ledger.acquire("b.example", 0.0, 30, "page")
         return long_held, short_held
 
     long_held, short_held = await on_loop(scenario())
     assert 0.045 <= long_held <= 0.05
-    assert 0 < short_held <= 0.02  # the lease ends first
+    # The lease ends first: its end, not the poll (0 if it ended already, on a
+    # machine slow enough).
+    assert short_held <= 0.04
