@@ -12,7 +12,9 @@ setting, to wait longer).  Used by tests that need a crawler they can kill, seve
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
 stats as JSON."""
 
+import faulthandler
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -68,6 +70,7 @@ def say_ready(spider):
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck crawl's stacks
     mode, *args = sys.argv[1:]
     if not mode.startswith("--"):
         mode, args = "", [mode, *args]

@@ -240,6 +240,49 @@ async def test_a_pop_holds_a_floored_units_record_in_the_ledger_until_its_reques
     assert after_end > 0.2  # the floor after the popped request's end
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_unit_the_fleet_may_hold_for_a_process_is_let_go_of_once_redis_answers(
+    url, monkeypatch
+):
+    """Two ways a process holds a unit in Redis without a release getting there:
+    Redis answered an acquisition too late (it ran it after the call gave up: the
+    process admitted its request by itself), and a request ended while Redis could
+    not be told.  Each is let go of with its token once Redis answers, even when the
+    process has no floored request left to start (its periodic read of the holds
+    tells them); else the fleet would wait for both units until their lease ends."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309.extensions.crawldelay._fleet import FleetGates
+    from scrapy_rfc9309.fleet import health
+    from tests.delay_proxy import DelayProxy
+
+    monkeypatch.setattr(health, "RETRY_AFTER", 0.1)  # the pause after a failure
+    server = redis.Redis.from_url(url)
+    port, db = server.connection_pool.connection_kwargs["port"], url.rsplit("/", 1)[1]
+    proxy = DelayProxy(("127.0.0.1", port), rtt=0)
+    gates = FleetGates(get_crawler(), f"redis://127.0.0.1:{proxy.port}/{db}", lease=60)
+
+    async def scenario():
+        assert await gates.acquire("ended.example", 0.5) == 0  # held for this process
+        proxy.delay = 1.5  # Redis runs the next call at 1.5 s, its answer is due at 3
+        assert await gates.acquire("late.example", 0.5) == 0  # gave up at 2 s: admitted
+        proxy.delay = 0
+        gates.release("ended.example", 0.5)  # cannot be told yet
+        gates.release("late.example", 0.5)
+        await asyncio.sleep(0.2)  # Redis may be called again
+        assert await gates.holds() == []
+        records = [server.hgetall(f"rfc9309:spacing:{{{unit}}}") for unit in units]
+        await gates.close()
+        return records
+
+    units = ("ended.example", "late.example")
+    records = await on_loop(scenario())
+    now = server.time()
+    for unit, record in zip(units, records, strict=True):
+        assert record[b"owner"].startswith(gates._token.encode()), record
+        assert int(record[b"busy"]) / 1e6 <= now[0] + 1, (unit, record)  # let go of
+
+
 def shared_queue(url, key):
     """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet."""
     from scrapy import Spider

@@ -6,6 +6,7 @@ pages."""
 
 import itertools
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -101,7 +102,13 @@ def wait_all(fleet, timeout=120, logs=None):
     outputs = []
     try:
         for process in fleet:
-            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+            try:
+                stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+            except subprocess.TimeoutExpired:  # the stuck process's threads, then its log
+                process.send_signal(signal.SIGUSR1)
+                time.sleep(1)
+                process.kill()
+                raise AssertionError(process.communicate()[1][-6000:]) from None
             assert process.returncode == 0, stderr[-3000:]
             outputs.append(json.loads(stdout.strip().splitlines()[-1]))
             if logs is not None:

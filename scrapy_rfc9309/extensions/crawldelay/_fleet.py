@@ -15,6 +15,7 @@ which units to hold before their next request reaches the gate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import uuid
@@ -68,15 +69,16 @@ class FleetGates:
         if not self.health.usable():
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
-        untold, self._untold = self._untold, {}
         token = held or f"{self._token}{next(self._acquisitions)}"
         try:
-            await asyncio.gather(
-                *(self.spacing.release(unit, *told) for unit, told in untold.items())
-            )
+            await self._tell_untold()
             wait = await self.spacing.acquire(key, floor, self.lease + floor, token)
         except SpacingError as exc:
-            self._untold = {**untold, **self._untold}
+            if held is None:
+                # Redis may have held the unit before the reply was lost: the
+                # request's end lets go of it with this token, or the fleet would
+                # wait for the unit until the lease ends.
+                self._tokens[key] = token
             if not self._closed:
                 self.health.failed(exc, "fleet/spacing_error")
             return 0.0
@@ -86,9 +88,26 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_acquired")
         return wait
 
+    async def _tell_untold(self) -> None:
+        """Let go of the units whose request ended while Redis could not be told
+        (kept for the next call if it still cannot; a release told twice changes
+        nothing but the unit's last end)."""
+        untold, self._untold = self._untold, {}
+        try:
+            await asyncio.gather(
+                *(self.spacing.release(unit, *told) for unit, told in untold.items())
+            )
+        except SpacingError:
+            self._untold = {**untold, **self._untold}
+            raise
+
     def release(self, key: str, floor: float) -> None:
-        """A request of unit *key* ended now: the fleet's next one waits *floor*."""
-        token = self._tokens.pop(key, "")
+        """A request of unit *key* ended now: the fleet's next one waits *floor*.
+        Only a unit this process asked Redis to hold is let go of (a release without
+        its token would free whichever request holds it)."""
+        token = self._tokens.pop(key, None)
+        if token is None:
+            return
         if self.health.usable():
             self._call(self._release(key, floor, token))
         else:
@@ -98,7 +117,7 @@ class FleetGates:
         try:
             await self.spacing.release(key, floor, token)
         except SpacingError as exc:
-            if not self._closed:  # else cut off by close(): the lease ends the hold
+            if not self._closed:  # after close(), the lease ends the hold
                 self._untold[key] = (floor, token)
                 self.health.failed(exc, "fleet/spacing_error")
 
@@ -122,11 +141,21 @@ class FleetGates:
         if not self.health.usable():
             return []
         try:
+            # The untold releases go first: with no floored request of its own to
+            # start, a process would otherwise keep the fleet waiting on them.
+            await self._tell_untold()
             return await self.spacing.holds()
         except SpacingError:
             self.stats.inc_value("fleet/holds_read_error")
             return []
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """The crawl closes: the releases in flight and those not told yet go to
+        Redis if it answers (else the leases end the holds), then the connection."""
+        if self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
         self._closed = True
+        if self._untold and self.health.usable():
+            with contextlib.suppress(SpacingError):
+                await self._tell_untold()
         self.spacing.close()
