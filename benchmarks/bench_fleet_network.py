@@ -53,7 +53,7 @@ def crawl_process(settings: dict[str, object]) -> None:
     from scrapy_redis.spiders import RedisSpider
 
     from scrapy_rfc9309._redis import PipelinedRedis
-    from scrapy_rfc9309.fleet.ledger import SHA, SOURCE
+    from scrapy_rfc9309.fleet.script import SHA, SOURCE
 
     def ledger_function(args) -> str | None:  # type: ignore[no-untyped-def]
         """The ledger function an ``EVALSHA``/``EVAL`` calls (its name follows the keys)."""

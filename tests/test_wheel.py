@@ -65,7 +65,7 @@ def test_the_wheel_installs_and_its_commands_and_components_load(tmp_path):
             "import scrapy_rfc9309, importlib.resources as r;"
             "from scrapy_rfc9309 import Addon, RobotParser, RobotsTxtMiddleware;"
             "from scrapy_rfc9309.budget.storage import SQLiteStorage;"
-            "from scrapy_rfc9309.fleet.ledger import SOURCE;"  # the Lua file is in it
+            "from scrapy_rfc9309.fleet.script import SOURCE;"  # the Lua file is in it
             "assert 'function calls.pop' in SOURCE;"
             "print(scrapy_rfc9309.__file__);"
             "print(r.files('scrapy_rfc9309').joinpath('py.typed').is_file())",

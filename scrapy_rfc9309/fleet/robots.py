@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import authority_key, fleet_client
-from .ledger import ledger_call
+from .script import ledger_call
 
 
 class SharedRobotsError(Exception):
@@ -98,7 +98,7 @@ class SharedRobots:
         await self._call("publish", keys, fetch.encode(), ttl_ms, token)
 
     async def _call(self, function: str, keys: Sequence[str], *args: str | int) -> Any:
-        """Run the fleet ledger's *function* (see :mod:`.ledger`)."""
+        """Run the fleet ledger's *function* (see :mod:`.script`)."""
         try:
             return await ledger_call(self._redis, function, keys, *args)
         except Exception as exc:

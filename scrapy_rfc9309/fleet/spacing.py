@@ -4,7 +4,7 @@ Each floored unit has one key, ``{prefix}:{unit}`` (the unit as its hash tag, on
 per call: a Redis Cluster shards the units), holding when the fleet's last request to
 it ended (``end``), until when a process holds it for a request on the wire
 (``busy``), and the largest floor any process asked for (``floor``).  Both calls are
-atomic functions of the fleet's ledger (:mod:`.ledger`, where the rule is written)
+atomic functions of the fleet's ledger (:mod:`.script`, where the rule is written)
 on the server's clock (``TIME``), so the machines' clocks do not matter:
 
 * ``acquire``: if nobody holds the unit and ``floor`` has passed since ``end``, hold
@@ -27,7 +27,7 @@ from typing import Any
 
 from ..ledger import Ledger
 from . import fleet_client, unit_key
-from .ledger import ledger_call
+from .script import ledger_call
 
 #: The prefix of the units' records: the shared queue's pops acquire the same ones.
 PREFIX = "rfc9309:spacing"

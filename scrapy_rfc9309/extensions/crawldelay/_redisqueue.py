@@ -14,7 +14,7 @@ fleet (when none is, the engine is woken when the first one will be; see
   that took it says the request ended, then ready ``floor`` later; a unit whose floor
   no process knows yet (its robots.txt not read) is held the same way;
 * on the fleet's Redis, the pop of a floored unit's request holds the unit's record
-  in the fleet's ledger too (:mod:`scrapy_rfc9309.fleet.ledger`), in the same call:
+  in the fleet's ledger too (:mod:`scrapy_rfc9309.fleet.script`), in the same call:
   the gate asks Redis nothing more for it;
 * a unit known to have no floor stays ready;
 * a unit that asked to slow down (see :mod:`._backoff`) is not ready before its hold
@@ -61,7 +61,7 @@ from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError
 from ..._settings import LEASE_MARGIN, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
-from ...fleet.ledger import SOURCE, ledger_call
+from ...fleet.script import SOURCE, ledger_call
 from ...fleet.spacing import PREFIX
 from ._politeness import politeness
 from ._pqueue import HORIZON

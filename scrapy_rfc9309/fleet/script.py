@@ -1,9 +1,9 @@
-"""The fleet's politeness ledger in Redis: one Lua script, ``ledger.lua`` beside this
-module, holding every function the fleet's Redis runs (units acquired and let go of,
+"""The script of the fleet's politeness ledger in Redis: one Lua file, ``ledger.lua``
+beside this module, holding every function the fleet's Redis runs (units acquired and let go of,
 holds, robots.txt locks, the shared request queue), with their arguments documented
 there.  It is loaded once per server (``EVALSHA``, and ``EVAL`` the first time a
 server lacks it), and a call names its function: ``ledger_call(client, "acquire",
-[key], floor, lease, poll, token)``.
+[key], floor, lease, token)``.
 
 Redis 5 or later: the functions read the server's clock (``TIME``) before writing.
 """
