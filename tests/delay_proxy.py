@@ -13,7 +13,9 @@ class DelayProxy:
     after it arrived, in order: a network between the crawlers and Redis."""
 
     def __init__(self, target: tuple[str, int], rtt: float) -> None:
-        self.target, self.delay = target, rtt / 2
+        #: Each chunk's delay (seconds); None while the network drops every chunk.
+        self.delay: float | None = rtt / 2
+        self.target = target
         self.port = 0
         ready = threading.Event()
         threading.Thread(target=self._run, args=(ready,), daemon=True).start()
@@ -36,7 +38,8 @@ class DelayProxy:
             sender = asyncio.ensure_future(send())
             try:
                 while chunk := await reader.read(65536):
-                    queue.put_nowait((time.monotonic() + self.delay, chunk))
+                    if self.delay is not None:  # None: the network drops it
+                        queue.put_nowait((time.monotonic() + self.delay, chunk))
             except ConnectionError:
                 pass
             queue.put_nowait((0.0, b""))

@@ -63,16 +63,21 @@ class SharedRobots:
         self._redis = fleet_client(url, timeout)
 
     async def read_or_lock(
-        self, authority: str, seconds: float, other_key: str | None = None
+        self,
+        authority: str,
+        seconds: float,
+        other_key: str | None = None,
+        token: str | None = None,
     ) -> tuple[SharedFetch | None, bytes | None, str | None]:
         """The fleet's current result for *authority*, if any, the value of
         *other_key* (a key tagged with the same host: on the same shard), and when
-        the fleet has no result, the lock (held
-        for at most *seconds*: a process killed mid-fetch holds it no longer) if it
-        is free, all in one round trip: ``(result,
-        other_key's value, token or None)``.  Atomic: no process can publish between
-        the read and the lock."""
-        token = secrets.token_hex(8)
+        the fleet has no result, the lock (held with *token*, a new one if not
+        given, for at most *seconds*: a process killed mid-fetch holds it no longer)
+        if it is free, all in one round trip: ``(result, other_key's value, token
+        or None)``.  Atomic: no process can publish between the read and the lock.
+        A caller whose call failed may hold the lock all the same (Redis ran it,
+        its answer was lost): :meth:`release` with *token* lets go of it."""
+        token = token or secrets.token_hex(8)
         keys = [
             authority_key(self.prefix, authority),
             authority_key(f"{self.prefix}:lock", authority),

@@ -4,6 +4,7 @@ process would have sent: every gap between page requests at least the Crawl-dela
 pages = the shared budget, robots.txt fetched once for the fleet and spaced with the
 pages."""
 
+import asyncio
 import itertools
 import json
 import signal
@@ -25,6 +26,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_rfc9309._settings import ROBOTS_DEFAULTS, RobotsSettings, with_defaults
 from scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch import Fetched
 from scrapy_rfc9309.downloadermiddlewares.robotstxt._fleet import SharedRobotsFetcher
+from scrapy_rfc9309.fleet import authority_key
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
 from tests.broad_site import BroadSite, addresses
@@ -283,8 +285,8 @@ async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_f
     read_or_lock = fetcher.shared.read_or_lock
     reads = []
 
-    async def a_publishes_after_bs_first_read(key, seconds, other_key=None):
-        found = await read_or_lock(key, seconds, other_key)
+    async def a_publishes_after_bs_first_read(key, seconds, other_key=None, token=None):
+        found = await read_or_lock(key, seconds, other_key, token)
         reads.append(found)
         if len(reads) == 1:
             body = b"User-agent: *\nDisallow: /x\n"
@@ -312,6 +314,61 @@ async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_f
         f"rfc9309:robots:lock:{{127.0.0.1}}:{authority}"
     )
     assert left == 0  # A let go of it, and B took none
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_lock_redis_took_for_a_call_that_failed_is_let_go_of_once_it_answers(
+    fleet_redis, monkeypatch
+):
+    """Two ways a process may hold a robots.txt lock it cannot let go of: Redis ran
+    its read-and-lock after the call gave up (the process fetched by itself), and
+    Redis stopped answering before the process published what it fetched.  Each lock
+    is let go of with its token once Redis answers, not left to expire (the fetch's
+    timeout and a margin, while every other process waits for that robots.txt)."""
+    from scrapy_rfc9309.fleet import health
+
+    monkeypatch.setattr(health, "RETRY_AFTER", 0.1)  # the pause after a failure
+    crawler = get_crawler(settings_dict={"FLEET_REDIS_URL": fleet_redis})
+    config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
+    server = redis.Redis.from_url(fleet_redis)
+    port, db = server.connection_pool.connection_kwargs["port"], fleet_redis.rsplit("/", 1)[1]
+    proxy = DelayProxy(("127.0.0.1", port), rtt=0)
+    body = b"User-agent: *\nDisallow: /x\n"
+
+    class Site:
+        def __init__(self):
+            self.config = config
+
+        async def fetch(self, authority, previous=None, revalidate=None):
+            if authority == authorities[1]:
+                proxy.delay = None  # the publish does not reach Redis
+            entry = config.policy.success(RobotsTxt.parse(body), monotonic(), 200)
+            return Fetched(entry, authority, Request(authority), body=body)
+
+    fetcher = SharedRobotsFetcher(crawler, Site(), f"redis://127.0.0.1:{proxy.port}/{db}")
+    authorities = ("http://late.example", "http://published.example")
+    locks = [authority_key("rfc9309:robots:lock", authority) for authority in authorities]
+
+    async def scenario():
+        try:
+            await fetcher.fetch("http://warm.example")  # Redis has the ledger's script
+            proxy.delay = 1.5  # Redis locks at 1.5 s; the call gave up at 2 s
+            await fetcher.fetch(authorities[0])  # fetched here
+            proxy.delay = 0
+            held = [server.exists(locks[0])]
+            await asyncio.sleep(0.3)  # Redis may be called again
+            await fetcher.fetch(authorities[1])  # locked, fetched, not published
+            proxy.delay = 0
+            held.append(server.exists(locks[1]))
+            await asyncio.sleep(0.3)
+            return held, [server.exists(lock) for lock in locks]
+        finally:
+            fetcher.close()
+
+    held, left = await on_loop(scenario())
+    assert held == [1, 1]
+    assert left == [0, 0]
+    assert crawler.stats.get_value("fleet/robots_error") == 2
 
 
 @pytest_twisted.ensureDeferred

@@ -17,6 +17,8 @@ as a separate, short-lived key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 from dataclasses import replace
 from time import monotonic
 from time import time as wall_clock
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
+from ...fleet import health as fleet_health_module
 from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from ...robots import FetchOutcome, RedisRobotsStore, RobotsEntry, StoreError
@@ -56,6 +59,11 @@ class SharedRobotsFetcher:
         #: The store kept across restarts, in the fleet's Redis, if the crawl keeps one.
         self.kept = kept
         self.health = fleet_health(crawler)
+        self.lock_life = self.config.timeout + LOCK_MARGIN
+        #: Locks this process may hold and could not let go of (Redis did not
+        #: answer), let go of once it answers: else the other processes would wait
+        #: for that robots.txt until the lock's life ends.
+        self._letting_go: set[asyncio.Future[None]] = set()
 
     async def fetch(
         self,
@@ -73,14 +81,18 @@ class SharedRobotsFetcher:
     async def _fetch_shared(
         self, authority: str, previous: RobotsEntry | None, revalidate: Revalidation | None
     ) -> Fetched:
-        lock_life = self.config.timeout + LOCK_MARGIN
-        deadline = monotonic() + lock_life
+        deadline = monotonic() + self.lock_life
         while True:
-            shared, token = await self._read_or_lock(authority, lock_life)
+            asked = secrets.token_hex(8)
+            try:
+                shared, token = await self._read_or_lock(authority, asked)
+            except SharedRobotsError:
+                self._let_go_later(authority, asked)  # Redis may have locked it
+                raise
             self.health.answered()
             if shared is not None:
                 if token is not None:  # the kept copy, fresh: taken in vain
-                    await self.shared.release(authority, token)
+                    await self._release(authority, token)
                 self.stats.inc_value("fleet/robots_shared")
                 return await self._from_shared(authority, shared, previous)
             if token is not None:
@@ -90,23 +102,25 @@ class SharedRobotsFetcher:
             await asyncio.sleep(POLL_INTERVAL)
 
     async def _read_or_lock(
-        self, authority: str, lock_life: float
+        self, authority: str, token: str
     ) -> tuple[SharedFetch | None, str | None]:
         """The fleet's current result for *authority*: the kept copy while it is
         fresh, if the fleet keeps one, else what was published; and the lock, taken
         when nothing was published (the kept copy's freshness is this crawl's to
         judge), all in one round trip."""
         kept_key = self.kept.key(authority) if self.kept is not None else None
-        shared, data, token = await self.shared.read_or_lock(authority, lock_life, kept_key)
+        shared, data, locked = await self.shared.read_or_lock(
+            authority, self.lock_life, kept_key, token
+        )
         if self.kept is None or data is None:
-            return shared, token
+            return shared, locked
         record = self.kept.decode(data)
         now, ttl = wall_clock(), self.config.policy.cache_ttl
         if record is None or not record.fresh(now, ttl):
-            return shared, token
+            return shared, locked
         fresh_for = record.fetched_at + ttl - now
         kept = SharedFetch(record.outcome, record.status, record.body, fresh_for, record.reason)
-        return kept, token
+        return kept, locked
 
     async def _fetch_and_publish(
         self,
@@ -120,6 +134,7 @@ class SharedRobotsFetcher:
             fetched = await self._publish(authority, fetched, token)
         except SharedRobotsError as exc:  # fetched all the same: no second fetch
             self.health.failed(exc, "fleet/robots_error")
+            self._let_go_later(authority, token)
         else:
             self.stats.inc_value("fleet/robots_fetched")
         return fetched
@@ -134,8 +149,30 @@ class SharedRobotsFetcher:
             await self.kept.put(authority, record)
         except StoreError as exc:
             raise SharedRobotsError(str(exc)) from exc
-        await self.shared.release(authority, token)
+        await self._release(authority, token)
         return replace(fetched, kept=True)
+
+    async def _release(self, authority: str, token: str) -> None:
+        try:
+            await self.shared.release(authority, token)
+        except SharedRobotsError:
+            self._let_go_later(authority, token)
+            raise
+
+    def _let_go_later(self, authority: str, token: str) -> None:
+        """Let go of the lock on *authority* if *token* holds it, once Redis answers
+        (tried every time the fleet's Redis may be called again, for the lock's
+        life at most: it has expired by then)."""
+        task = asyncio.ensure_future(self._let_go(authority, token, monotonic() + self.lock_life))
+        self._letting_go.add(task)
+        task.add_done_callback(self._letting_go.discard)
+
+    async def _let_go(self, authority: str, token: str, until: float) -> None:
+        while monotonic() < until:
+            await asyncio.sleep(fleet_health_module.RETRY_AFTER)
+            with contextlib.suppress(SharedRobotsError):
+                await self.shared.release(authority, token)
+                return
 
     async def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
@@ -151,6 +188,8 @@ class SharedRobotsFetcher:
         return Fetched(entry, url, request, body=shared.body, kept=self.kept is not None)
 
     def close(self) -> None:
+        for task in self._letting_go:
+            task.cancel()
         self.shared.close()
 
 
