@@ -23,11 +23,12 @@ $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
-# Parallel, with the "bombs" group on one worker (see test_hostile_sites.py).  Six
+# Parallel, with the "bombs" group on one worker (see test_hostile_sites.py).  Eight
 # workers on two cores: most tests wait on a site or a crawl's idle close, not on the
-# CPU (the suite took 228 s with 4 workers, 180 s with 6, 181 s with 8); the quick
-# loop's tests use the CPU throughout, and run best with 4 (15 s; 20 s with 6).
-XDIST := -n 6 --dist loadgroup
+# CPU (the suite, longest tests first: 156 s with 6 workers, 145-163 s with 8; 228 s with
+# 4 in collection order); the quick loop's tests use the CPU throughout, and run best
+# with 4 (15-18 s; 20 s with 6).
+XDIST := -n 8 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
 
 test: $(VENV)/.installed

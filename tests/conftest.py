@@ -75,6 +75,11 @@ SUBPROCESS_MODULES = {
 
 
 def pytest_collection_modifyitems(items):
+    # The longest tests first, the fleet's (crawler processes for 10-40 s each), then
+    # the other subprocess and slow ones: begun last, they would leave the workers
+    # that finished early idle (make test: 180 s in collection order, 163 s with the
+    # fleet's first, 156 s in this order).
+    items.sort(key=lambda item: _start_rank(item.path.name))
     for item in items:
         module = item.path.name
         if module in SLOW_MODULES:
@@ -83,6 +88,12 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.subprocess)
         if reaches_redis(item):
             item.add_marker(pytest.mark.redis)
+
+
+def _start_rank(module: str) -> int:
+    if module == "test_fleet.py":
+        return 0
+    return 1 if module in SUBPROCESS_MODULES else 2 if module in SLOW_MODULES else 3
 
 
 def reaches_redis(item) -> bool:
