@@ -88,6 +88,9 @@ class Offers:
         self.budgets_spent: Callable[[], int] | None = None
         #: How many robots.txt fetches are in flight (requests wait for each).
         self.robots_fetching: Callable[[], int] | None = None
+        #: How many requests the fleet's shared queue holds, as this process last
+        #: saw (its units may be ready for other processes only, or held by them).
+        self.fleet_queue_left: Callable[[], int] | None = None
         #: The robots middleware's answer to "would this request wait for its site's
         #: robots.txt?" (it obeys one, and none is at hand, fresh).
         self.robots_unread: Callable[[Request], bool] | None = None

@@ -283,6 +283,41 @@ async def test_a_unit_the_fleet_may_hold_for_a_process_is_let_go_of_once_redis_a
         assert int(record[b"busy"]) / 1e6 <= now[0] + 1, (unit, record)  # let go of
 
 
+@pytest_twisted.ensureDeferred
+async def test_the_live_view_counts_the_requests_in_the_fleets_queue(url, caplog):
+    """A process whose fleet's queue holds requests that are not ready for it (held
+    by other processes, or another's to take) says so in its live view line: not
+    just "0 units ready, 0 in progress"."""
+    import logging
+
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.extensions.crawldelay import CrawlDelayThrottle
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    crawler = get_crawler(settings_dict={"CRAWLDELAY_ENABLED": True})
+    throttle = CrawlDelayThrottle.from_crawler(crawler)
+    assert "crawldelay/fleet_queue_left" not in throttle.live_view()  # no shared queue
+    crawler.spider = Spider.from_crawler(crawler, "queue")
+    queue = HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, "view", picklecompat)
+    queue.clear()
+    push_for(queue, "a.example")
+    push_for(queue, "b.example")
+
+    async def scenario():
+        await asyncio.sleep(0.05)  # pushed asynchronously
+        await queue.close()
+
+    await on_loop(scenario())
+    with caplog.at_level(logging.INFO):
+        throttle.log_live_view()
+    assert crawler.stats.get_value("crawldelay/fleet_queue_left") == 2
+    assert "0 units ready, 0 in progress" in caplog.text
+    assert "2 requests in the fleet's queue" in caplog.text
+
+
 def shared_queue(url, key):
     """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet."""
     from scrapy import Spider

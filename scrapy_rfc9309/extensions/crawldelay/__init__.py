@@ -263,7 +263,9 @@ class CrawlDelayThrottle:
         ``crawldelay/units_ready``, ``/units_in_progress``, ``/units_spaced`` (and
         ``/longest_wait``, seconds), ``/units_held`` (and ``/held_for``, seconds
         left of the longest hold), ``/robots_pending`` (robots.txt fetches in flight
-        or being read); ``domainbudget/domains_spent`` (today)."""
+        or being read); ``domainbudget/domains_spent`` (today); with a fleet's shared
+        queue, ``crawldelay/fleet_queue_left`` (the requests it holds, whichever
+        process may take them)."""
         polite = self.politeness
         now = polite.now()
         counts = dict.fromkeys(("ready", "in progress", "spaced", "held"), 0)
@@ -280,7 +282,8 @@ class CrawlDelayThrottle:
                 held_for = max(held_for, polite.held_until(key) - now)
         fetching = self._offers.robots_fetching
         spent = self._offers.budgets_spent
-        return {
+        fleet_left = self._offers.fleet_queue_left
+        view = {
             "crawldelay/units_ready": counts["ready"],
             "crawldelay/units_in_progress": counts["in progress"],
             "crawldelay/units_spaced": counts["spaced"],
@@ -290,6 +293,9 @@ class CrawlDelayThrottle:
             "crawldelay/robots_pending": reading + (fetching() if fetching else 0),
             "domainbudget/domains_spent": spent() if spent else 0,
         }
+        if fleet_left is not None:
+            view["crawldelay/fleet_queue_left"] = fleet_left()
+        return view
 
     def log_live_view(self) -> None:
         """One INFO line (every ``LOGSTATS_INTERVAL``, as Scrapy's own stats line) of
@@ -297,10 +303,11 @@ class CrawlDelayThrottle:
         view = self.live_view()
         for name, value in view.items():
             self.stats.set_value(name, value)
+        fleet = view.get("crawldelay/fleet_queue_left")
         logger.info(
             "Politeness: %d units ready, %d in progress, %d waiting for a Crawl-delay "
             "(longest %.0f s more), %d held after a 429/503 (for %.0f s more), %d "
-            "robots.txt pending, %d daily budgets spent",
+            "robots.txt pending, %d daily budgets spent%s",
             view["crawldelay/units_ready"],
             view["crawldelay/units_in_progress"],
             view["crawldelay/units_spaced"],
@@ -309,6 +316,7 @@ class CrawlDelayThrottle:
             view["crawldelay/held_for"],
             view["crawldelay/robots_pending"],
             view["domainbudget/domains_spent"],
+            "" if fleet is None else f"; {fleet:.0f} requests in the fleet's queue",
         )
 
     # -- stalls -----------------------------------------------------------

@@ -201,6 +201,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         #: drops them at once, so they are kept here, not shared, and never wait.
         self._spent: deque[Request] = deque()
         self._offers = offers(self.crawler)
+        self._offers.fleet_queue_left = self._fleet_left
         self._waker = EngineWaker(self.crawler)
         # What the last call said: no unit ready before then, and the requests left.
         self._none_before = 0.0
@@ -270,6 +271,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         # Pushes still on their way count too: a crawl whose start requests are not
         # in Redis yet is not idle.
         return self._left + self._pushing + len(self._spent) + len(self._kept)
+
+    def _fleet_left(self) -> int:
+        return self._left
 
     def _count(self, count: Any, now: float) -> None:
         self._left, self._counted_at = int(count or 0), now
