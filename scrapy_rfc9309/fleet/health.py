@@ -24,6 +24,7 @@ class FleetHealth:
     def __init__(self, crawler: Crawler) -> None:
         self.stats = crawler.stats
         self._down_until = 0.0
+        self._failed_at = float("-inf")
         self._down = False
         self._queue = False
 
@@ -37,7 +38,8 @@ class FleetHealth:
         return monotonic() >= self._down_until
 
     def failed(self, exc: Exception, stat: str) -> None:
-        self._down_until = monotonic() + RETRY_AFTER
+        self._failed_at = monotonic()
+        self._down_until = self._failed_at + RETRY_AFTER
         self.stats.inc_value(stat)
         if not self._down:
             self._down = True
@@ -53,8 +55,11 @@ class FleetHealth:
                 alone,
             )
 
-    def answered(self) -> None:
-        if self._down:
+    def answered(self, asked_at: float) -> None:
+        """A call asked at *asked_at* (:func:`time.monotonic`) was answered.  One
+        asked before the last failure says nothing of Redis since: its answer may
+        be read after another call found Redis gone."""
+        if self._down and asked_at > self._failed_at:
             self._down = False
             shared = (
                 "spacing, robots.txt and the queue are"

@@ -283,6 +283,32 @@ async def test_a_unit_the_fleet_may_hold_for_a_process_is_let_go_of_once_redis_a
         assert int(record[b"busy"]) / 1e6 <= now[0] + 1, (unit, record)  # let go of
 
 
+def test_an_answer_to_a_call_asked_before_redis_failed_does_not_say_it_answers_again(caplog):
+    """Calls in flight when Redis goes: one fails (WARNING: unreachable), and one
+    answered before the server closed is read after it.  That answer says nothing of
+    Redis since: saying "answers again" then, the process said "unreachable" a
+    second time at the next failure (seen with Scrapy 2.15, two lines each way)."""
+    import logging
+    from time import monotonic
+
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_rfc9309.fleet.health import fleet_health
+
+    health = fleet_health(get_crawler())
+    with caplog.at_level(logging.WARNING):
+        asked_before = monotonic()
+        health.failed(OSError("closed"), "fleet/test_error")
+        health.answered(asked_before)  # asked before the failure: says nothing
+        health.failed(OSError("closed"), "fleet/test_error")
+        health.answered(monotonic())  # asked after it: Redis answers again
+    lines = [record.getMessage() for record in caplog.records]
+    assert [line.split(" (")[0].split(":")[0] for line in lines] == [
+        "Fleet Redis unreachable",
+        "Fleet Redis answers again",
+    ], lines
+
+
 @pytest_twisted.ensureDeferred
 async def test_the_live_view_counts_the_requests_in_the_fleets_queue(url, caplog):
     """A process whose fleet's queue holds requests that are not ready for it (held

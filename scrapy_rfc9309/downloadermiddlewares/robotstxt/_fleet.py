@@ -83,13 +83,13 @@ class SharedRobotsFetcher:
     ) -> Fetched:
         deadline = monotonic() + self.lock_life
         while True:
-            asked = secrets.token_hex(8)
+            asked, asked_at = secrets.token_hex(8), monotonic()
             try:
                 shared, token = await self._read_or_lock(authority, asked)
             except SharedRobotsError:
                 self._let_go_later(authority, asked)  # Redis may have locked it
                 raise
-            self.health.answered()
+            self.health.answered(asked_at)
             if shared is not None:
                 if token is not None:  # the kept copy, fresh: taken in vain
                     await self._release(authority, token)

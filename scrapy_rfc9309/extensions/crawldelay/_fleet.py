@@ -20,6 +20,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Coroutine
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ...fleet.health import fleet_health
@@ -70,6 +71,7 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_local")
             return 0.0
         token = held or f"{self._token}{next(self._acquisitions)}"
+        asked = monotonic()
         try:
             await self._tell_untold()
             wait = await self.spacing.acquire(key, floor, self.lease + floor, token)
@@ -82,7 +84,7 @@ class FleetGates:
             if not self._closed:
                 self.health.failed(exc, "fleet/spacing_error")
             return 0.0
-        self.health.answered()
+        self.health.answered(asked)
         if not wait and held is None:
             self._tokens[key] = token
             self.stats.inc_value("fleet/spacing_acquired")

@@ -52,6 +52,7 @@ import ssl
 import uuid
 from collections import deque
 from collections.abc import Coroutine
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -261,12 +262,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         cannot be reached, else asked."""
         now = self.politeness.now()
         if now - self._counted_at > COUNT_FRESH and self._may_call(now):
+            asked = monotonic()
             try:
                 count = self.server.get(self.keys[1])
             except REDIS_AWAY as exc:
                 self._unreachable(exc)
             else:
-                self._reachable()
+                self._reachable(asked)
                 self._count(count, now)
         # Pushes still on their way count too: a crawl whose start requests are not
         # in Redis yet is not idle.
@@ -368,14 +370,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._look_at(self.politeness.now())
             return
 
-    def _reachable(self) -> None:
-        """A blocking call was answered: after an absence, say so once, and share the
-        requests kept meanwhile."""
+    def _reachable(self, asked_at: float) -> None:
+        """A blocking call asked at *asked_at* (:func:`time.monotonic`) was answered:
+        after an absence, say so once, and share the requests kept meanwhile."""
         if not self._away:
             return
         self._away = False
         if self._health is not None:
-            self._health.answered()
+            self._health.answered(asked_at)
         else:
             logger.warning("The shared queue reaches Redis again")
         self._share_kept()
@@ -455,12 +457,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._pops += 1
         args = [lease, int(GRACE * 1_000_000), self._pops, self._popped, *self._told(ends)]
         try:
+            asked = monotonic()
             data, token, held_with, wait, count = self._call("pop", args)
         except REDIS_AWAY as exc:
             self._keep_ends(ends)
             self._unreachable(exc)
             return self._kept.popleft() if self._kept else None
-        self._reachable()
+        self._reachable(asked)
         self._count(count, now)
         if not data:
             # Nothing ready here before *wait*: the engine asks again after every
