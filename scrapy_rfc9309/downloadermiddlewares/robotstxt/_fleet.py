@@ -17,7 +17,6 @@ as a separate, short-lived key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 from dataclasses import replace
 from time import monotonic
@@ -27,7 +26,6 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
-from ...fleet import health as fleet_health_module
 from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from ...robots import FetchOutcome, RedisRobotsStore, RobotsEntry, StoreError
@@ -161,17 +159,22 @@ class SharedRobotsFetcher:
 
     def _let_go_later(self, authority: str, token: str) -> None:
         """Let go of the lock on *authority* if *token* holds it, once Redis answers
-        (tried every time the fleet's Redis may be called again, for the lock's
-        life at most: it has expired by then)."""
+        (tried whenever the fleet's Redis may be called again, for the lock's life
+        at most: it has expired by then)."""
         task = asyncio.ensure_future(self._let_go(authority, token, monotonic() + self.lock_life))
         self._letting_go.add(task)
         task.add_done_callback(self._letting_go.discard)
 
     async def _let_go(self, authority: str, token: str, until: float) -> None:
         while monotonic() < until:
-            await asyncio.sleep(fleet_health_module.RETRY_AFTER)
-            with contextlib.suppress(SharedRobotsError):
+            await asyncio.sleep(POLL_INTERVAL)
+            if not self.health.usable():  # the pause after a failure
+                continue
+            try:
                 await self.shared.release(authority, token)
+            except SharedRobotsError as exc:
+                self.health.failed(exc, "fleet/robots_error")
+            else:
                 return
 
     async def _from_shared(
