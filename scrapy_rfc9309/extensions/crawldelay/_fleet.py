@@ -72,11 +72,13 @@ class FleetGates:
             return 0.0
         token = held or f"{self._token}{next(self._acquisitions)}"
         asked = monotonic()
+        sent = False
         try:
             await self._tell_untold()
+            sent = True
             wait = await self.spacing.acquire(key, floor, self.lease + floor, token)
         except SpacingError as exc:
-            if held is None:
+            if sent and held is None:
                 # Redis may have held the unit before the reply was lost: the
                 # request's end lets go of it with this token, or the fleet would
                 # wait for the unit until the lease ends.
