@@ -7,6 +7,7 @@ pages."""
 import asyncio
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -61,8 +62,9 @@ def fleet_settings(redis_url, **extra):
     }
 
 
-def start_fleet(settings, urls, processes=3):
-    """*processes* crawls; process i sends ``User-Agent: TestBot/1.0 (i)``.  With
+def start_fleet(settings, urls, processes=3, cwd=ROOT):
+    """*processes* crawls, run in *cwd* (the project's directory: its ``.scrapy`` is
+    theirs); process i sends ``User-Agent: TestBot/1.0 (i)``.  With
     scrapy-redis's scheduler, *urls* go to the fleet's start list (scrapy-redis's
     RedisSpider) once every process is up (one that starts late on a loaded machine
     would otherwise find the crawl over, or close idle before the first pushes);
@@ -78,7 +80,8 @@ def start_fleet(settings, urls, processes=3):
                 json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
                 *(urls if mode == "--dedupe" else []),
             ],
-            cwd=ROOT,
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -93,7 +96,8 @@ def start_fleet(settings, urls, processes=3):
                 p.communicate()[1][-2000:] for p in fleet if p.poll() is not None
             ]
             time.sleep(0.05)
-        server.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in urls))
+        if urls:
+            server.rpush("pages:start_urls", *(json.dumps({"url": url}) for url in urls))
         server.set("pages:started", 1)
     return fleet
 
@@ -893,3 +897,41 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
         ]
     assert all(s.get("fleet/queue_unreachable", 0) >= 1 for s in stats), stats
     assert all(s["test/twisted_reactor"] is reactor for s in stats)
+
+
+def test_requests_scheduled_while_the_shared_queues_redis_is_away_outlive_a_stop(site, tmp_path):
+    """A page of the add-on's shared queue is answered 503 with ``Retry-After: 30``
+    after Redis went away: Scrapy's retry of it is scheduled while Redis is away, and
+    waits for the hold.  The process is stopped (SIGTERM) before Redis is back: it
+    saves the retry in the project's ``.scrapy`` directory, and the next process
+    there gives it to Redis, which answers again, and fetches it."""
+    from tests.budget.redis_server import RedisServer
+
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route("/seed", body=f'<html><body><a href="{site.url}/p/0">.</a></body></html>'.encode())
+    site.answer_first("/p/0", Route(status=503, headers={"Retry-After": "30"}, delay=1.0))
+    saved = tmp_path / ".scrapy" / "rfc9309-shared-queue"
+    server = RedisServer(durable=True)
+    try:
+        settings = fleet_settings(server.url, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
+        del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
+        (first,) = start_fleet(settings, [f"{site.url}/seed"], processes=1, cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while "/p/0" not in site.paths():  # asked: its 503 comes in 1 s
+            assert time.monotonic() < deadline and first.poll() is None, site.paths()
+            time.sleep(0.02)
+        server.stop()
+        time.sleep(2)  # the retry is scheduled, and waits for the hold
+        first.send_signal(signal.SIGTERM)
+        logs = []
+        wait_all([first], logs=logs)
+        assert "closes with 1 request(s) scheduled while Redis was away" in logs[0], logs[0][-3000:]
+        assert site.count("/p/0") == 1
+        assert len(list(saved.iterdir())) == 1
+        server.restart()
+        wait_all(start_fleet(settings, [], processes=1, cwd=tmp_path), logs=logs)
+    finally:
+        server.stop()
+    assert "gives Redis 1 request(s)" in logs[1], logs[1][-3000:]
+    assert [hit.status for hit in site.hits if hit.path == "/p/0"] == [503, 200]
+    assert list(saved.iterdir()) == []

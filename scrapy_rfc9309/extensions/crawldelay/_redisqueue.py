@@ -52,6 +52,7 @@ import ssl
 import uuid
 from collections import deque
 from collections.abc import Coroutine
+from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -59,13 +60,14 @@ from scrapy import signals
 from scrapy.utils.request import request_from_dict
 
 from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError
-from ..._settings import LEASE_MARGIN, fleet_url, scrapy_redis_url
+from ..._settings import LEASE_MARGIN, data_file, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
 from ...fleet.script import SOURCE, ledger_call
 from ...fleet.spacing import PREFIX
 from ._politeness import politeness
-from ._pqueue import HORIZON
+from ._pqueue import HORIZON, path_safe
+from ._saved import save, take
 from ._waker import EngineWaker
 
 if TYPE_CHECKING:
@@ -108,6 +110,9 @@ GRACE = 2.5
 #: A process that has not called for this long (seconds) owns no new unit, and its
 #: units go to whoever asks: it is gone (a running one calls every LISTEN at least).
 SEEN = 10.0
+#: Where requests kept while Redis was away are saved when a process stops before it
+#: answers again (a folder of the project's data directory, ``.scrapy``).
+SAVED_DIRECTORY = "rfc9309-shared-queue"
 #: While Redis cannot be reached, it is tried again this often (seconds): with a
 #: ``PING`` on the asynchronous connection when there is one (the reactor never
 #: waits on a Redis that is away), else with the next pop.
@@ -244,6 +249,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         # units pushed before this process's first pop are shared with it too.
         self._call("join", [])
         self._start_listening()
+        self._give_saved()
 
     def _start_listening(self) -> None:
         """Wait on the wake list from now on, once an event loop runs."""
@@ -297,8 +303,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def _send(self, request: Request) -> None:
         """Push *request* to Redis (kept here if Redis cannot be reached)."""
         unit = self.politeness.unit(request)
-        encoded = self.serializer.dumps(request.to_dict(spider=self.spider))
-        args = [unit, encoded]
+        args = [unit, self._encode(request)]
         if self._client is not None and _loop_running():
             self._pushing += 1
             self._in_background(self._pushed(request, args))
@@ -332,6 +337,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._unreachable(exc)
         else:
             self._left += 1
+
+    def _encode(self, request: Request) -> Any:
+        return self.serializer.dumps(request.to_dict(spider=self.spider))
+
+    def _decode(self, data: Any) -> Request:
+        return request_from_dict(self.serializer.loads(data), spider=self.spider)
 
     def _may_call(self, now: float) -> bool:
         """False while Redis is away and not to be tried again yet."""
@@ -482,7 +493,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._waker.wake_in(seconds)
             return None
         self._popped = self._pops
-        request = request_from_dict(self.serializer.loads(data), spider=self.spider)
+        request = self._decode(data)
         self.politeness.released(request, self.politeness.unit(request))
         if token:
             token = token.decode()
@@ -563,7 +574,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         otherwise wait for this one's units until their leases end), and leave the
         fleet: no new unit is given to this process, and its units go to the
         processes that ask once their grace ends.  Requests kept while Redis was
-        away are given to it, or said lost."""
+        away are given to it, or saved for the next process (:meth:`_save_kept`)."""
         for task in (self._listener, self._prober):
             if task is not None:
                 task.cancel()
@@ -571,11 +582,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         if self._kept:
-            logger.error(
-                "The shared queue closes with %d request(s) scheduled while Redis was "
-                "away and not given to it since: they are lost",
-                len(self._kept),
-            )
+            self._save_kept()
+            if self._client is not None:
+                self._client.close()
             return
         told = self._told(self._take_ends())
         try:
@@ -594,6 +603,57 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         finally:
             if self._client is not None:
                 self._client.close()
+
+    def _saved_where(self) -> tuple[Path, str]:
+        """The folder of saved requests, and this queue's name there: its Redis
+        server, database and key."""
+        kwargs = self.server.connection_pool.connection_kwargs
+        server = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+        name = path_safe(f"{server}/{kwargs.get('db') or 0}/{self.key}")
+        return Path(data_file(SAVED_DIRECTORY)), name
+
+    def _save_kept(self) -> None:
+        """The process stops and Redis is still away: save the requests kept
+        meanwhile, for the next process of the project on this machine to open this
+        queue (:meth:`_give_saved`)."""
+        kept, self._kept = self._kept, deque()
+        try:
+            records = [self._encode(request) for request in kept]
+            path = save(*self._saved_where(), self._id, records)
+        except Exception as exc:
+            logger.error(
+                "The shared queue closes with %d request(s) scheduled while Redis was "
+                "away and not given to it since, and could not save them (%s): they are lost",
+                len(kept),
+                exc,
+            )
+            return
+        logger.warning(
+            "The shared queue closes with %d request(s) scheduled while Redis was away "
+            "and not given to it since: saved in %s, for the next process of this "
+            "project on this machine that opens the queue",
+            len(kept),
+            path,
+        )
+
+    def _give_saved(self) -> None:
+        """Push the requests a stopped process saved for this queue (see
+        :meth:`_save_kept`)."""
+        directory, name = self._saved_where()
+        if not directory.is_dir():
+            return
+        try:
+            for path, records in take(directory, name, self._id):
+                for data in records:
+                    self.push(self._decode(data))
+                logger.warning(
+                    "The shared queue gives Redis %d request(s) a process saved in %s "
+                    "when it stopped while Redis was away",
+                    len(records),
+                    path,
+                )
+        except Exception as exc:
+            logger.error("The shared queue could not read requests saved for it: %s", exc)
 
     def clear(self) -> None:
         units = self.server.zrange(self.keys[0], 0, -1)
