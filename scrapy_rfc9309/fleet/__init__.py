@@ -7,6 +7,10 @@ from urllib.parse import urlsplit
 from .._redis import PipelinedRedis, address_from_url
 
 
+class FleetRedisError(Exception):
+    """The fleet's Redis could not be reached or refused the call."""
+
+
 def unit_key(prefix: str, unit: str) -> str:
     """The key of politeness unit *unit* under *prefix*: ``prefix:{unit}``.  The
     braces make the unit the key's hash tag: a Redis Cluster keeps every key of one

@@ -2,14 +2,21 @@
 (the robots middleware, the Crawl-delay throttle, and the shared queue when it is on
 the same Redis): one WARNING when it fails, one when it answers again, whichever
 component noticed, and a pause before it is called again after a failure, so that a
-Redis that is down costs each request nothing."""
+Redis that is down costs each request nothing.  What a failed call may have left in
+Redis (a unit held for a request that ended, a robots.txt lock) is owed to it
+(:meth:`FleetHealth.owe`): undone as soon as Redis answers again, not left to
+expire while the other processes wait for it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
+from collections.abc import Awaitable, Callable
 from time import monotonic
 from typing import TYPE_CHECKING
+
+from . import FleetRedisError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -18,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 #: After a failure, the fleet's Redis is left alone for this long (seconds).
 RETRY_AFTER = 5.0
+#: What is owed to the fleet's Redis is sent again this often while Redis may be
+#: called (seconds).
+OWED_EVERY = 0.1
 
 
 class FleetHealth:
@@ -27,6 +37,9 @@ class FleetHealth:
         self._failed_at = float("-inf")
         self._down = False
         self._queue = False
+        #: What is owed to Redis: each task, with the call it sends.
+        self._owed: dict[asyncio.Future[None], Callable[[], Awaitable[object]]] = {}
+        self._closed = False
 
     def share_queue(self) -> None:
         """The shared queue is on the fleet's Redis too: its absence and return are
@@ -67,6 +80,41 @@ class FleetHealth:
                 else ("spacing and robots.txt are")
             )
             logger.warning("Fleet Redis answers again: %s shared again", shared)
+
+    def owe(self, send: Callable[[], Awaitable[object]], life: float, stat: str) -> None:
+        """*send* undoes what a call that failed may have left in Redis: it is sent
+        whenever Redis may be called, until Redis answers it (a failure counted as
+        one, in *stat*), for *life* seconds at most (what it undoes has expired by
+        then), or until the crawl closes."""
+        if self._closed:  # the leases and locks' lives end it
+            return
+        task = asyncio.ensure_future(self._pay(send, monotonic() + life, stat))
+        self._owed[task] = send
+        task.add_done_callback(self._owed.pop)
+
+    async def _pay(self, send: Callable[[], Awaitable[object]], until: float, stat: str) -> None:
+        while monotonic() < until:
+            await asyncio.sleep(OWED_EVERY)
+            if not self.usable():  # the pause after a failure
+                continue
+            asked = monotonic()
+            try:
+                await send()
+            except FleetRedisError as exc:
+                self.failed(exc, stat)
+            else:
+                self.answered(asked)
+                return
+
+    async def close(self) -> None:
+        """The crawl closes: what is still owed is sent once more, if Redis may be
+        called (else the leases and locks' lives end it)."""
+        self._closed = True
+        owed = list(self._owed.values())
+        for task in list(self._owed):
+            task.cancel()
+        if owed and self.usable():
+            await asyncio.gather(*(send() for send in owed), return_exceptions=True)
 
 
 _HEALTH: weakref.WeakKeyDictionary[Crawler, FleetHealth] = weakref.WeakKeyDictionary()

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import authority_key, fleet_client
+from . import FleetRedisError, authority_key, fleet_client
 from .script import ledger_call
 
 
-class SharedRobotsError(Exception):
+class SharedRobotsError(FleetRedisError):
     """Redis could not be reached or refused the call."""
 
 

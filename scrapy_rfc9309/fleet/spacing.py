@@ -26,14 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..ledger import Ledger
-from . import fleet_client, unit_key
+from . import FleetRedisError, fleet_client, unit_key
 from .script import ledger_call
 
 #: The prefix of the units' records: the shared queue's pops acquire the same ones.
 PREFIX = "rfc9309:spacing"
 
 
-class SpacingError(Exception):
+class SpacingError(FleetRedisError):
     """Redis could not be reached or refused the call."""
 
 

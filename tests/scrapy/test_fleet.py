@@ -305,7 +305,7 @@ async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_f
             _, _, a_token = await process_a.read_or_lock(authority, 5)
             return await fetcher.fetch(authority)
         finally:
-            fetcher.close()
+            await fetcher.close()
             process_a.close()
 
     a_token = None
@@ -369,7 +369,7 @@ async def test_a_robots_txt_lock_redis_took_for_a_call_that_failed_is_let_go_of_
                 await asyncio.sleep(0.05)
             return held, [server.exists(lock) for lock in locks]
         finally:
-            fetcher.close()
+            await fetcher.close()
 
     held, left = await on_loop(scenario())
     assert held == [1, 1]
@@ -414,7 +414,7 @@ async def test_a_fleet_that_keeps_robots_txt_publishes_it_there_and_an_unreachab
             return fetched, read
         finally:
             for fetcher, kept in ((a, a_kept), (b, b_kept)):
-                fetcher.close()
+                await fetcher.close()
                 await kept.close()
 
     fetched, read = await on_loop(scenario())

@@ -17,6 +17,7 @@ as a separate, short-lived key.
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from dataclasses import replace
 from time import monotonic
@@ -58,10 +59,6 @@ class SharedRobotsFetcher:
         self.kept = kept
         self.health = fleet_health(crawler)
         self.lock_life = self.config.timeout + LOCK_MARGIN
-        #: Locks this process may hold and could not let go of (Redis did not
-        #: answer), let go of once it answers: else the other processes would wait
-        #: for that robots.txt until the lock's life ends.
-        self._letting_go: set[asyncio.Future[None]] = set()
 
     async def fetch(
         self,
@@ -158,24 +155,11 @@ class SharedRobotsFetcher:
             raise
 
     def _let_go_later(self, authority: str, token: str) -> None:
-        """Let go of the lock on *authority* if *token* holds it, once Redis answers
-        (tried whenever the fleet's Redis may be called again, for the lock's life
-        at most: it has expired by then)."""
-        task = asyncio.ensure_future(self._let_go(authority, token, monotonic() + self.lock_life))
-        self._letting_go.add(task)
-        task.add_done_callback(self._letting_go.discard)
-
-    async def _let_go(self, authority: str, token: str, until: float) -> None:
-        while monotonic() < until:
-            await asyncio.sleep(POLL_INTERVAL)
-            if not self.health.usable():  # the pause after a failure
-                continue
-            try:
-                await self.shared.release(authority, token)
-            except SharedRobotsError as exc:
-                self.health.failed(exc, "fleet/robots_error")
-            else:
-                return
+        """Let go of the lock on *authority* if *token* holds it, once Redis answers:
+        else the other processes would wait for that robots.txt until the lock's
+        life ends."""
+        release = functools.partial(self.shared.release, authority, token)
+        self.health.owe(release, self.lock_life, "fleet/robots_error")
 
     async def _from_shared(
         self, authority: str, shared: SharedFetch, previous: RobotsEntry | None
@@ -190,9 +174,8 @@ class SharedRobotsFetcher:
         request = Request(url, callback=NO_CALLBACK, dont_filter=True)
         return Fetched(entry, url, request, body=shared.body, kept=self.kept is not None)
 
-    def close(self) -> None:
-        for task in self._letting_go:
-            task.cancel()
+    async def close(self) -> None:
+        await self.health.close()
         self.shared.close()
 
 

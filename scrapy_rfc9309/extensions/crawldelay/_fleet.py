@@ -15,11 +15,11 @@ which units to hold before their next request reaches the gate.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import itertools
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +51,6 @@ class FleetGates:
         self._tokens: dict[str, str] = {}
         self._token = f"{uuid.uuid4().hex}:"
         self._acquisitions = itertools.count()
-        #: Units whose request ended while Redis could not be told (unit key ->
-        #: floor, token): told before this process's next call, else the fleet would
-        #: wait for them until their lease ends.
-        self._untold: dict[str, tuple[float, str]] = {}
         self._closed = False
 
     def _call(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -72,13 +68,10 @@ class FleetGates:
             return 0.0
         token = held or f"{self._token}{next(self._acquisitions)}"
         asked = monotonic()
-        sent = False
         try:
-            await self._tell_untold()
-            sent = True
             wait = await self.spacing.acquire(key, floor, self.lease + floor, token)
         except SpacingError as exc:
-            if sent and held is None:
+            if held is None:
                 # Redis may have held the unit before the reply was lost: the
                 # request's end lets go of it with this token, or the fleet would
                 # wait for the unit until the lease ends.
@@ -92,19 +85,6 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_acquired")
         return wait
 
-    async def _tell_untold(self) -> None:
-        """Let go of the units whose request ended while Redis could not be told
-        (kept for the next call if it still cannot; a release told twice changes
-        nothing but the unit's last end)."""
-        untold, self._untold = self._untold, {}
-        try:
-            await asyncio.gather(
-                *(self.spacing.release(unit, *told) for unit, told in untold.items())
-            )
-        except SpacingError:
-            self._untold = {**untold, **self._untold}
-            raise
-
     def release(self, key: str, floor: float) -> None:
         """A request of unit *key* ended now: the fleet's next one waits *floor*.
         Only a unit this process asked Redis to hold is let go of (a release without
@@ -112,18 +92,19 @@ class FleetGates:
         token = self._tokens.pop(key, None)
         if token is None:
             return
+        release = functools.partial(self.spacing.release, key, floor, token)
         if self.health.usable():
-            self._call(self._release(key, floor, token))
-        else:
-            self._untold[key] = (floor, token)
+            self._call(self._release(release, floor))
+        else:  # told once Redis answers, else the fleet waits until the lease ends
+            self.health.owe(release, self.lease + floor, "fleet/spacing_error")
 
-    async def _release(self, key: str, floor: float, token: str) -> None:
+    async def _release(self, release: Callable[[], Awaitable[None]], floor: float) -> None:
         try:
-            await self.spacing.release(key, floor, token)
+            await release()
         except SpacingError as exc:
             if not self._closed:  # after close(), the lease ends the hold
-                self._untold[key] = (floor, token)
                 self.health.failed(exc, "fleet/spacing_error")
+                self.health.owe(release, self.lease + floor, "fleet/spacing_error")
 
     def hold(self, key: str, seconds: float) -> None:
         """Unit *key* asked to slow down: hold it in every process for *seconds*."""
@@ -145,21 +126,16 @@ class FleetGates:
         if not self.health.usable():
             return []
         try:
-            # The untold releases go first: with no floored request of its own to
-            # start, a process would otherwise keep the fleet waiting on them.
-            await self._tell_untold()
             return await self.spacing.holds()
         except SpacingError:
             self.stats.inc_value("fleet/holds_read_error")
             return []
 
     async def close(self) -> None:
-        """The crawl closes: the releases in flight and those not told yet go to
-        Redis if it answers (else the leases end the holds), then the connection."""
+        """The crawl closes: the releases in flight and those owed go to Redis if it
+        answers (else the leases end the holds), then the connection."""
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         self._closed = True
-        if self._untold and self.health.usable():
-            with contextlib.suppress(SpacingError):
-                await self._tell_untold()
+        await self.health.close()
         self.spacing.close()
