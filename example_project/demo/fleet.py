@@ -77,7 +77,7 @@ def fleet_settings(redis_url: str) -> dict[str, str]:
     return {
         "SPIDER_MODULES": "demo.spiders,demo.fleet_spider",
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
-        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "DUPEFILTER_CLASS": "scrapy_rfc9309.dupefilter.RedisDupeFilter",
         "SCHEDULER_PERSIST": "True",
         "SCHEDULER_QUEUE_CLASS": "scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
         "REDIS_URL": redis_url,

@@ -492,3 +492,36 @@ async def test_while_redis_is_away_the_shared_queue_crawls_what_it_schedules_and
     finally:
         await on_loop(queue.close())
         redis_server.stop()
+
+
+@pytest.mark.redis
+def test_the_dupefilter_lets_unchecked_requests_through_once_and_adds_them_when_redis_answers(
+    monkeypatch,
+):
+    """While Redis is away, a new request goes through (scrapy-redis's own dupefilter
+    raises: its scheduler loses it), a second one for it is a duplicate, Redis is
+    asked again only after ``RETRY``; the first check that reaches Redis again adds
+    the fingerprints let through meanwhile to the fleet's set."""
+    from scrapy import Request
+
+    from scrapy_rfc9309 import dupefilter
+    from tests.budget.redis_server import RedisServer
+
+    monkeypatch.setattr(dupefilter, "RETRY", 0.3)
+    server = RedisServer(durable=True)
+    try:
+        client = redis.Redis.from_url(server.url)
+        seen = dupefilter.RedisDupeFilter(client, "fleet:dupefilter").request_seen
+        pages = [Request(f"http://a.example/{n}") for n in range(4)]
+        assert [seen(pages[0]), seen(pages[0])] == [False, True]
+        server.stop()
+        assert [seen(pages[1]), seen(pages[1]), seen(pages[0])] == [False, True, False]
+        server.restart()
+        assert seen(pages[2]) is False  # within RETRY: Redis not asked
+        assert client.scard("fleet:dupefilter") == 1
+        time.sleep(0.3)
+        assert seen(pages[3]) is False
+        assert client.scard("fleet:dupefilter") == 4
+        assert [seen(page) for page in pages] == [True] * 4
+    finally:
+        server.stop()

@@ -935,3 +935,44 @@ def test_requests_scheduled_while_the_shared_queues_redis_is_away_outlive_a_stop
     assert "gives Redis 1 request(s)" in logs[1], logs[1][-3000:]
     assert [hit.status for hit in site.hits if hit.path == "/p/0"] == [503, 200]
     assert list(saved.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "dupefilter",
+    ["scrapy_rfc9309.dupefilter.RedisDupeFilter", "scrapy_redis.dupefilter.RFPDupeFilter"],
+)
+def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilter(site, dupefilter):
+    """A seed's 4 links come while the fleet's Redis is away (restarted 3 s later):
+    scrapy-redis's dupefilter cannot check them and its scheduler loses them (a
+    traceback each); the package's lets them through, and each page is fetched once
+    (the seed links /p/0 twice: the second is a duplicate)."""
+    from tests.budget.redis_server import RedisServer
+
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.2\n")
+    links = "".join(f'<a href="{site.url}/p/{n}">.</a>' for n in (0, 1, 2, 3, 0))
+    site.route("/seed", body=f"<html><body>{links}</body></html>".encode(), delay=1.0)
+    server = RedisServer(durable=True)
+    try:
+        settings = fleet_settings(
+            server.url, DOMAINBUDGET_ENABLED=False, DUPEFILTER_CLASS=dupefilter
+        )
+        del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
+        (crawl,) = start_fleet(settings, [f"{site.url}/seed"], processes=1)
+        deadline = time.monotonic() + 60
+        while "/seed" not in site.paths():  # asked: its answer comes in 1 s
+            assert time.monotonic() < deadline and crawl.poll() is None, site.paths()
+            time.sleep(0.02)
+        server.stop()
+        time.sleep(3)
+        server.restart()
+        logs = []
+        (stats,) = wait_all([crawl], logs=logs)
+    finally:
+        server.stop()
+    pages = sorted(path for path in site.paths() if path.startswith("/p/"))
+    if dupefilter.startswith("scrapy_redis"):
+        assert pages == [] and "request_seen" in logs[0], (pages, logs[0][-3000:])
+        return
+    assert pages == ["/p/0", "/p/1", "/p/2", "/p/3"], logs[0][-3000:]
+    assert stats["fleet/dupefilter_unchecked"] == 4  # the second /p/0: a duplicate
+    assert "request_seen" not in logs[0], logs[0][-3000:]  # no traceback of the dupefilter
