@@ -52,6 +52,9 @@ PAGE_DIRECTIVES_ORDER = 550
 HOST_READY_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
 #: Its twin for a fleet's shared scrapy-redis queue.
 HOST_READY_REDIS_QUEUE = "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"
+#: scrapy-redis's dupefilter, and the package's, which keeps what Redis cannot check.
+SCRAPY_REDIS_DUPEFILTER = "scrapy_redis.dupefilter.RFPDupeFilter"
+PACKAGE_DUPEFILTER = "scrapy_rfc9309.dupefilter.RedisDupeFilter"
 
 
 class Addon:
@@ -122,3 +125,12 @@ class Addon:
             else "",
             settings.get("SCHEDULER_QUEUE_CLASS") or "scrapy-redis's default",
         )
+        dupefilter = settings.get("DUPEFILTER_CLASS")
+        if not isinstance(dupefilter, str):  # a class
+            dupefilter = f"{dupefilter.__module__}.{dupefilter.__qualname__}"
+        if dupefilter == SCRAPY_REDIS_DUPEFILTER:
+            logger.info(
+                "scrapy_rfc9309: DUPEFILTER_CLASS is scrapy-redis's, which loses the new "
+                "requests it cannot check while Redis is away; %s lets them through",
+                PACKAGE_DUPEFILTER,
+            )

@@ -494,6 +494,7 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "shared by the fleet through redis://127.0.0.1" in log
         assert "(scrapy-redis's Redis; FLEET_REDIS_URL = False keeps them per process)" in log
         assert "queue: scrapy_rfc9309.redisqueue.HostReadyRedisQueue" in log
+        assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
 def test_a_robots_txt_expiring_while_a_popped_page_holds_its_unit_is_fetched_at_once(
