@@ -642,18 +642,20 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         directory, name = self._saved_where()
         if not directory.is_dir():
             return
+        where: Path = directory
         try:
-            for path, records in take(directory, name, self._id):
-                for data in records:
-                    self.push(self._decode(data))
+            for where, records in take(directory, name, self._id):
+                requests = [self._decode(data) for data in records]  # all, or none
+                for request in requests:
+                    self.push(request)
                 logger.warning(
                     "The shared queue gives Redis %d request(s) a process saved in %s "
                     "when it stopped while Redis was away",
-                    len(records),
-                    path,
+                    len(requests),
+                    where,
                 )
-        except Exception as exc:
-            logger.error("The shared queue could not read requests saved for it: %s", exc)
+        except Exception as exc:  # the file stays, renamed as taken by this process
+            logger.error("The shared queue could not read the requests saved in %s: %s", where, exc)
 
     def clear(self) -> None:
         units = self.server.zrange(self.keys[0], 0, -1)
