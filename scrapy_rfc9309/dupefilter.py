@@ -9,8 +9,9 @@ takes it.  Its fingerprint is remembered here, so a second request for it is a
 duplicate, and added to the fleet's set with the first check that reaches Redis
 again.  The price: while Redis is away, a page another process saw may be fetched
 once more by this one (still spaced by its Crawl-delay).  Meanwhile Redis is asked
-again at most every :data:`RETRY` seconds: a Redis that drops packets would block
-the reactor for redis-py's socket timeout at each request.
+again at most every :data:`RETRY` seconds, as the fleet's other calls are: each
+check is a blocking call (scrapy-redis's interface), and against a Redis that drops
+packets one blocks the reactor for scrapy-redis's socket timeout.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ __all__ = ["RedisDupeFilter"]
 logger = logging.getLogger(__name__)
 
 #: While Redis cannot be reached, it is asked again at most this often (seconds).
-RETRY = 1.0
+RETRY = 5.0
 REDIS_AWAY = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
