@@ -193,14 +193,14 @@ class CrawlDelayGate:
             # Redis already, and a robots.txt fetch of such a unit (its copy expired)
             # shares that hold: the page waits for the file, the file must not wait
             # for the page.  The queue lets the hold go when the page ends.
-            popped = polite.pop_hold(key) if robots else polite.held_by_pop.get(request)
-            if popped is not None and self.throttle.floor(key) <= popped[1]:
+            popped = polite.unit_fleet_hold(key) if robots else polite.fleet_hold(request)
+            if popped is not None and self.throttle.floor(key) <= popped.floor:
                 return False
             if not self.throttle.needs_fleet(key, request):
                 return False
             # Its floor rose since the pop (robots.txt was read): the hold is asked
             # again with that floor.
-            token = popped[0] if popped is not None else None
+            token = popped.token if popped is not None else None
             wait = await self.throttle.fleet_acquire(key, token)
             if wait:
                 # Redis says when to ask again, not when the unit is ready (another

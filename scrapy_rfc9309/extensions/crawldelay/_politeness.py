@@ -51,7 +51,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from scrapy.utils.httpobj import urlparse_cached
 
@@ -66,6 +66,14 @@ if TYPE_CHECKING:
 #: known); past this many, the least recently done are forgotten and go one request
 #: at a time again until their next one is done.
 MAX_DONE_KEYS = 100_000
+
+
+class PopHold(NamedTuple):
+    """The hold a shared queue's pop took of a request's unit in Redis."""
+
+    token: str  #: what the request's end names to let the unit go
+    floor: float  #: the floor the unit was held with
+    fleet: bool  #: in the fleet's ledger too (the spacing's Redis): no acquisition needed
 
 
 @dataclass
@@ -143,15 +151,15 @@ class Politeness:
         # Requests a queue handed out, until they are done: unit key by request.
         self._released: dict[Request, str] = {}
         self.out: dict[str, int] = {}  # unit key -> released requests not yet done
-        #: Requests whose unit the shared queue's pop holds in the fleet's Redis, until
-        #: they are done: the pop's token, and the floor it held the unit with.
-        self.held_by_pop: dict[Request, tuple[str, float]] = {}
+        #: Requests whose unit the shared queue's pop holds in Redis, until they are
+        #: done.
+        self.held_by_pop: dict[Request, PopHold] = {}
         self.done: OrderedDict[str, None] = OrderedDict()
         #: Called with a unit key when one of its requests is done, or ended.
         self.on_done: list[Callable[[str], None]] = []
-        #: Called with each released request when it is done, its unit key, and
-        #: whether it reached the site.
-        self.on_finished: list[Callable[[Request, str, bool], None]] = []
+        #: Called with each released request when it is done, its unit key, whether
+        #: it reached the site, and its pop's hold.
+        self.on_finished: list[Callable[[Request, str, bool, PopHold | None], None]] = []
 
     def limit_by(self, limits: Limits) -> None:
         """From now on, floors and holds are those of *limits*."""
@@ -299,19 +307,27 @@ class Politeness:
 
     # -- the queues' requests ------------------------------------------------
 
-    def released(self, request: Request, key: str) -> None:
-        """A queue handed *request* (of unit *key*) out."""
+    def released(self, request: Request, key: str, hold: PopHold | None = None) -> None:
+        """A queue handed *request* (of unit *key*) out; *hold*: the one its pop took."""
         if not self.tracking:
             return
         self._released[request] = key
         self.out[key] = self.out.get(key, 0) + 1
+        if hold is not None:
+            self.held_by_pop[request] = hold
 
-    def pop_hold(self, key: str) -> tuple[str, float] | None:
-        """A hold the shared queue's pop took of unit *key* for a request of this
-        process (see :attr:`held_by_pop`), if any."""
-        for request, held in self.held_by_pop.items():
-            if self._released.get(request) == key:
-                return held
+    def fleet_hold(self, request: Request) -> PopHold | None:
+        """The hold the shared queue's pop took of *request*'s unit in the fleet's
+        ledger, if any."""
+        hold = self.held_by_pop.get(request)
+        return hold if hold is not None and hold.fleet else None
+
+    def unit_fleet_hold(self, key: str) -> PopHold | None:
+        """A hold the shared queue's pop took of unit *key* in the fleet's ledger for
+        a request of this process, if any."""
+        for request, hold in self.held_by_pop.items():
+            if hold.fleet and self._released.get(request) == key:
+                return hold
         return None
 
     def finished(self, request: Request, reached: bool) -> None:
@@ -322,9 +338,9 @@ class Politeness:
         key = self._released.pop(request, None)
         if key is None:
             return
+        hold = self.held_by_pop.pop(request, None)
         for finished in self.on_finished:
-            finished(request, key, reached)
-        self.held_by_pop.pop(request, None)
+            finished(request, key, reached, hold)
         left = self.out[key] - 1
         if left:
             self.out[key] = left

@@ -65,7 +65,7 @@ from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
 from ...fleet.script import SOURCE, ledger_call
 from ...fleet.spacing import PREFIX
-from ._politeness import politeness
+from ._politeness import PopHold, politeness
 from ._pqueue import HORIZON, path_safe
 from ._saved import save, take
 from ._waker import EngineWaker
@@ -200,8 +200,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
         self._ledger = server.register_script(SOURCE)
-        #: The token each request's pop held its unit for, until its end is told.
-        self._tokens: dict[Request, str] = {}
         self._reported: set[str] = set()  # units without a floor, already said so
         #: Requests whose domain's budget is spent: this process's budget middleware
         #: drops them at once, so they are kept here, not shared, and never wait.
@@ -494,20 +492,20 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             return None
         self._popped = self._pops
         request = self._decode(data)
-        self.politeness.released(request, self.politeness.unit(request))
+        hold = None
         if token:
-            token = token.decode()
-            self._tokens[request] = token
-            if self._health is not None:  # the fleet's spacing is on this Redis
-                self.politeness.held_by_pop[request] = (token, int(held_with) / 1_000_000)
+            fleet = self._health is not None  # the fleet's spacing is on this Redis
+            hold = PopHold(token.decode(), int(held_with) / 1_000_000, fleet)
+            if fleet:
                 self.crawler.stats.inc_value("fleet/acquired_by_pop")
+        self.politeness.released(request, self.politeness.unit(request), hold)
         return request
 
-    def _finished(self, request: Request, unit: str, reached: bool) -> None:
+    def _finished(self, request: Request, unit: str, reached: bool, hold: PopHold | None) -> None:
         """A request this process took is done: the unit is ready again ``floor``
-        after it ended (or at once, if the site never saw it), and its pop's hold
+        after it ended (or at once, if the site never saw it), and its pop's *hold*
         ends."""
-        token = self._tokens.pop(request, "")
+        token = hold.token if hold is not None else ""
         if not reached:
             self._ended(unit, 0.0, False, token)
             return
