@@ -131,11 +131,7 @@ def stat(log: str, name: str) -> int:
 def report(site: DemoSite, logs: list[str]) -> str:
     hits = site.shop.hits
     gaps = [later.time - earlier.time for earlier, later in itertools.pairwise(hits)]
-    # The responses each process got, less its engine wakes (data: URLs, no network).
-    responses = [
-        stat(log, "downloader/response_count") - stat(log, "crawldelay/engine_wakes")
-        for log in logs
-    ]
+    responses = [stat(log, "downloader/response_count") for log in logs]
     lines = [
         "",
         f"scrapy_rfc9309 fleet demo: {PROCESSES} crawler processes, one redis-server",
