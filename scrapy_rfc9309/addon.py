@@ -126,7 +126,7 @@ class Addon:
             settings.get("SCHEDULER_QUEUE_CLASS") or "scrapy-redis's default",
         )
         dupefilter = settings.get("DUPEFILTER_CLASS")
-        if not isinstance(dupefilter, str):  # a class
+        if isinstance(dupefilter, type):
             dupefilter = f"{dupefilter.__module__}.{dupefilter.__qualname__}"
         if dupefilter == SCRAPY_REDIS_DUPEFILTER:
             logger.info(

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import redis.exceptions
 from scrapy_redis.dupefilter import RFPDupeFilter
 
+from .fleet.health import RETRY_AFTER
+
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from typing_extensions import Self
@@ -31,8 +33,9 @@ __all__ = ["RedisDupeFilter"]
 
 logger = logging.getLogger(__name__)
 
-#: While Redis cannot be reached, it is asked again at most this often (seconds).
-RETRY = 5.0
+#: While Redis cannot be reached, it is asked again at most this often (seconds): as
+#: the fleet's other calls, after the same pause.
+RETRY = RETRY_AFTER
 REDIS_AWAY = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 

@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 
 #: After a failure, the fleet's Redis is left alone for this long (seconds).
 RETRY_AFTER = 5.0
-#: What is owed to the fleet's Redis is sent again this often while Redis may be
-#: called (seconds).
+#: What is owed to the fleet's Redis is sent at most this often (seconds), and once
+#: the pause after a failure is over.
 OWED_EVERY = 0.1
 
 
@@ -94,8 +94,9 @@ class FleetHealth:
 
     async def _pay(self, send: Callable[[], Awaitable[object]], until: float, stat: str) -> None:
         while monotonic() < until:
-            await asyncio.sleep(OWED_EVERY)
-            if not self.usable():  # the pause after a failure
+            # Asleep through the pause after a failure, not polling it.
+            await asyncio.sleep(max(OWED_EVERY, self._down_until - monotonic()))
+            if not self.usable() or monotonic() >= until:
                 continue
             asked = monotonic()
             try:

@@ -81,7 +81,12 @@ def start_fleet(settings, urls, processes=3, cwd=ROOT):
                 *(urls if mode == "--dedupe" else []),
             ],
             cwd=cwd,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+                ),
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -580,7 +580,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if self._calls:
             await asyncio.gather(*self._calls, return_exceptions=True)
         if self._kept:
-            self._save_kept()
+            await self._save_kept()
             if self._client is not None:
                 self._client.close()
             return
@@ -610,14 +610,15 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         name = path_safe(f"{server}/{kwargs.get('db') or 0}/{self.key}")
         return Path(data_file(SAVED_DIRECTORY)), name
 
-    def _save_kept(self) -> None:
+    async def _save_kept(self) -> None:
         """The process stops and Redis is still away: save the requests kept
         meanwhile, for the next process of the project on this machine to open this
-        queue (:meth:`_give_saved`)."""
+        queue (:meth:`_give_saved`); the file is written on a thread (it is synced
+        to disk)."""
         kept, self._kept = self._kept, deque()
         try:
             records = [self._encode(request) for request in kept]
-            path = save(*self._saved_where(), self._id, records)
+            path = await asyncio.to_thread(save, *self._saved_where(), self._id, records)
         except Exception as exc:
             logger.error(
                 "The shared queue closes with %d request(s) scheduled while Redis was "
