@@ -2,23 +2,15 @@
 
 import json
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import CrawlProcess
 
 
 def start_crawl(settings, urls):
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), *urls],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return CrawlProcess(json.dumps(settings), *urls)
 
 
 def budget_settings(**extra):

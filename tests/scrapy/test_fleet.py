@@ -7,10 +7,8 @@ pages."""
 import asyncio
 import itertools
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -33,6 +31,7 @@ from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
 from tests.broad_site import BroadSite, addresses
 from tests.delay_proxy import DelayProxy
 from tests.helpers import on_loop
+from tests.processes import CrawlProcess, run_crawl
 from tests.server import Route
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,25 +70,11 @@ def start_fleet(settings, urls, processes=3, cwd=ROOT):
     else each process crawls them all."""
     mode = "--redis-spider" if "SCHEDULER" in settings else "--dedupe"
     fleet = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.crawl_process",
-                mode,
-                json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
-                *(urls if mode == "--dedupe" else []),
-            ],
+        CrawlProcess(
+            mode,
+            json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
+            *(urls if mode == "--dedupe" else []),
             cwd=cwd,
-            env={
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join(
-                    filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
-                ),
-            },
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
         )
         for number in range(processes)
     ]
@@ -818,19 +803,8 @@ def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False)
     del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]  # the add-on's
-    crawl = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.crawl_process",
-            "--dedupe",
-            json.dumps(settings),
-            *(f"{site.url}/p/{i}" for i in range(3)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    crawl = run_crawl(
+        "--dedupe", json.dumps(settings), *(f"{site.url}/p/{i}" for i in range(3)), timeout=60
     )
     assert crawl.returncode == 0, crawl.stderr[-3000:]
     assert sorted(path for path in site.paths() if path.startswith("/p/")) == [

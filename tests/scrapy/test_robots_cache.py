@@ -7,8 +7,6 @@ import contextlib
 import logging
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,8 +19,8 @@ from scrapy_rfc9309 import SitemapsFromRobotsMixin
 from tests.broad_site import BroadSite, addresses
 from tests.crawl import crawl
 from tests.helpers import REFUSE_ROBOTS_WRITES, on_loop
+from tests.processes import CrawlProcess, run_crawl
 
-ROOT = Path(__file__).resolve().parents[2]
 ETAG = '"v1"'
 PERSISTENT = "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent"
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
@@ -217,12 +215,7 @@ def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_pat
         "RFC9309_PERSISTENT_CACHE_PATH": cache,
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/slow"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = CrawlProcess(json.dumps(settings), f"{site.url}/slow")
     try:
         deadline = time.monotonic() + 60
         # robots.txt read, its copy written (without the crawl waiting), the page on the wire
@@ -233,13 +226,7 @@ def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_pat
         process.send_signal(signal.SIGKILL)
         process.wait()
     site.route("/slow", body=b"<html></html>")
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/slow"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_crawl(json.dumps(settings), f"{site.url}/slow")
     stats = json.loads(result.stdout.strip().splitlines()[-1])
     assert stats["rfc9309/persistent_hit"] == 1
     assert site.paths() == ["/robots.txt", "/slow", "/slow"]

@@ -12,6 +12,7 @@ import sys
 from scrapy.settings import Settings
 
 from scrapy_rfc9309.commands.robots import Command
+from tests.processes import run_crawl
 from tests.server import closed_port
 
 ROBOTS = (
@@ -187,12 +188,7 @@ def keep_a_copy(site, tmp_path):
         "ROBOTSTXT_OBEY": True,
         "RFC9309_PERSISTENT_CACHE_PATH": cache,
     }
-    subprocess.run(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), f"{site.url}/page"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    run_crawl(json.dumps(settings), f"{site.url}/page").check_returncode()
     return cache
 
 

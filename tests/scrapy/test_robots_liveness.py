@@ -15,16 +15,15 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import redis
 import scrapy
 from packaging.version import Version
 
+from tests.processes import CrawlProcess
 from tests.robots_sites import (
     Answer,
     RobotsSites,
@@ -37,7 +36,6 @@ from tests.robots_sites import (
     slow_body,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 RULES = "User-agent: *\nDisallow: /private\n"
 PAGES = ["/p/0", "/p/1", "/private/x"]
 
@@ -180,21 +178,7 @@ def base_settings(**extra):
 
 def crawler(sites_, settings, mode="", urls=()):
     env = {**os.environ, "http_proxy": sites_.proxy, "no_proxy": ""}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.crawl_process",
-            *([mode] if mode else []),
-            json.dumps(settings),
-            *urls,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return CrawlProcess(*([mode] if mode else []), json.dumps(settings), *urls, env=env)
 
 
 def finish(process, timeout=90):

@@ -11,7 +11,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,8 +19,8 @@ import pytest
 import redis
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
+from tests.processes import CrawlProcess
 
-ROOT = Path(__file__).resolve().parents[2]
 ROBOTS = b"User-agent: *\nCrawl-delay: 20\n"
 
 
@@ -54,13 +53,7 @@ def on_a_thread(store, authority: str, body: bytes) -> None:
 
 
 def start(settings, urls):
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.crawl_process", "--dedupe", json.dumps(settings), *urls],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return CrawlProcess("--dedupe", json.dumps(settings), *urls)
 
 
 def pages(site):

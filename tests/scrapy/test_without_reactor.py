@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import scrapy
 from packaging.version import Version
 
+from tests.processes import run_crawl
 from tests.server import Route
 
-ROOT = Path(__file__).resolve().parents[2]
 MODES = ["twisted-reactor"]
 if Version(scrapy.__version__) >= Version("2.19"):
     MODES.append("no-reactor")
@@ -34,13 +31,7 @@ def run(mode, urls, **settings):
     }
     if mode == "no-reactor":
         settings["TWISTED_REACTOR_ENABLED"] = False
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.crawl_process", json.dumps(settings), *urls],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_crawl(json.dumps(settings), *urls)
     assert result.returncode == 0, result.stderr[-3000:]
     stats = json.loads(result.stdout.strip().splitlines()[-1])
     assert stats["test/twisted_reactor"] is (mode == "twisted-reactor")
