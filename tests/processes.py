@@ -1,18 +1,25 @@
-"""Crawler processes for the tests (:mod:`tests.crawl_process`), forked from a server
-that has imported Scrapy, scrapy-redis and this package once.
+"""``python -m MODULE ARGS`` for the tests (a crawl of :mod:`tests.crawl_process`, a
+``scrapy`` command), forked from a server that has imported Scrapy, scrapy-redis and
+this package once.
 
-Each crawl is a real process of its own (its own reactor or event loop, signals,
-sockets and exit status), as ``python -m tests.crawl_process ARGS`` would be, without
-the second of CPU that starting an interpreter and importing Scrapy costs each time:
-the suite starts about a hundred.  What a crawl sets up is not imported ahead: no
-reactor is installed (``test_without_reactor.py`` checks each crawl's own).  The
-tests that measure a crawl's memory start it as a plain subprocess instead (a forked
-process's RSS counts the pages it shares with the server)."""
+Each is a real process of its own (its own reactor or event loop, signals, sockets,
+working directory, environment and exit status), without the second of CPU that
+starting an interpreter and importing Scrapy costs each time: the suite starts about
+a hundred.  What a crawl sets up is not imported ahead: no reactor is installed
+(``test_without_reactor.py`` checks each crawl's own).
+
+A forked process exits without the interpreter's finalization: it collects its
+garbage at the end instead, where what is still unreported gets printed (an asyncio
+task's or a Deferred's unhandled error: what ``scrapy crawl`` prints of a crawl that
+cannot start).  Its RSS counts the pages it shares with the server: the tests that
+measure a crawl's memory start a plain subprocess."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -32,6 +39,9 @@ PRELOAD = [
     "scrapy.core.downloader.handlers.http11",
     "scrapy.downloadermiddlewares.cookies",
     "scrapy.extensions.remote_control",
+    "scrapy.cmdline",
+    "scrapy_rfc9309.commands.robots",
+    "scrapy_rfc9309.commands.budget",
 ]
 
 _context: Any = None
@@ -45,27 +55,31 @@ def _fork_server() -> Any:
     return _context
 
 
-def _crawl(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
-    """The forked process: ``python -m tests.crawl_process ARGS`` in *cwd* with *env*,
-    its standard output and error written to the files *out* and *err*."""
+def _main(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+    """The forked process: ``python -m ARGV`` in *cwd* with *env*, its standard output
+    and error written to the files *out* and *err*."""
     for fd, path in ((1, out), (2, err)):
         os.dup2(os.open(path, os.O_WRONLY), fd)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    sys.argv = ["tests.crawl_process", *args]
-    from tests import crawl_process
+    sys.argv = list(argv)
+    try:
+        runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+    finally:
+        # What a new interpreter's finalization would report: the destructors of
+        # objects left with an unhandled error (an asyncio task, a Deferred).
+        gc.collect()
 
-    crawl_process.main()
 
-
-class CrawlProcess:
-    """One crawl: the part of :class:`subprocess.Popen` the tests use (text output)."""
+class Process:
+    """``python -m MODULE ARGS``: the part of :class:`subprocess.Popen` the tests use
+    (text output)."""
 
     def __init__(
-        self, *args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None
+        self, module: str, *args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None
     ) -> None:
-        self.args = list(args)
+        self.args = [module, *args]
         self._files = []
         for _ in range(2):
             fd, path = tempfile.mkstemp(prefix="crawl-")
@@ -73,7 +87,7 @@ class CrawlProcess:
             self._files.append(path)
         self._output: tuple[str, str] | None = None
         self._process = _fork_server().Process(
-            target=_crawl,
+            target=_main,
             args=(self.args, str(cwd), dict(os.environ if env is None else env), *self._files),
         )
         self._process.start()
@@ -111,12 +125,16 @@ class CrawlProcess:
         self._process.kill()
 
 
-def run_crawl(
-    *args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None, timeout: float = 120
+def run(
+    module: str,
+    *args: str,
+    cwd: Path | str = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run one crawl to its end, as :func:`subprocess.run` with ``capture_output``
-    and ``text`` would; a crawl still running after *timeout* is killed."""
-    process = CrawlProcess(*args, cwd=cwd, env=env)
+    """Run ``python -m MODULE ARGS`` to its end, as :func:`subprocess.run` with
+    ``capture_output`` and ``text`` would; still running after *timeout*, it is killed."""
+    process = Process(module, *args, cwd=cwd, env=env)
     try:
         stdout, stderr = process.communicate(timeout)
     except subprocess.TimeoutExpired:
@@ -124,3 +142,13 @@ def run_crawl(
         process.communicate()
         raise
     return subprocess.CompletedProcess(process.args, process.wait(), stdout, stderr)
+
+
+def crawl_process(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None) -> Process:
+    """Start ``python -m tests.crawl_process ARGS``."""
+    return Process("tests.crawl_process", *args, cwd=cwd, env=env)
+
+
+def run_crawl(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m tests.crawl_process ARGS`` to its end (see :func:`run`)."""
+    return run("tests.crawl_process", *args, timeout=timeout)

@@ -1,17 +1,14 @@
-"""``scrapy budget``, run as a user runs it (a subprocess), on a real SQLite file."""
-
-import subprocess
-import sys
+"""``scrapy budget``, run as a user runs it (a process of its own), on a real SQLite
+file."""
 
 from scrapy_rfc9309.budget.storage import SQLiteStorage
+from tests import processes
 
 DAY = "2026-11-22"
 
 
 def scrapy(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args], capture_output=True, text=True, cwd=cwd, timeout=60
-    )
+    return processes.run("scrapy", *args, cwd=cwd, timeout=60)
 
 
 def test_budget_shows_usage_and_resets_a_domain(tmp_path):

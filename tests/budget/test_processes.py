@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from tests.processes import CrawlProcess
+from tests.processes import crawl_process
 
 
 def start_crawl(settings, urls):
-    return CrawlProcess(json.dumps(settings), *urls)
+    return crawl_process(json.dumps(settings), *urls)
 
 
 def budget_settings(**extra):

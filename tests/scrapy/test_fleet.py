@@ -31,7 +31,7 @@ from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
 from tests.broad_site import BroadSite, addresses
 from tests.delay_proxy import DelayProxy
 from tests.helpers import on_loop
-from tests.processes import CrawlProcess, run_crawl
+from tests.processes import crawl_process, run_crawl
 from tests.server import Route
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def start_fleet(settings, urls, processes=3, cwd=ROOT):
     else each process crawls them all."""
     mode = "--redis-spider" if "SCHEDULER" in settings else "--dedupe"
     fleet = [
-        CrawlProcess(
+        crawl_process(
             mode,
             json.dumps({**settings, "USER_AGENT": f"TestBot/1.0 ({number})"}),
             *(urls if mode == "--dedupe" else []),

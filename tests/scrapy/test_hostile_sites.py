@@ -18,6 +18,7 @@ import brotli
 import pytest
 import pytest_twisted
 
+from tests import processes
 from tests.crawl import crawl
 from tests.server import Site
 
@@ -258,12 +259,8 @@ def test_a_slow_robots_txt_in_scrapy_robots_ends_at_the_timeout(site, tmp_path):
 
     site.route("/robots.txt", body=trickle)
     start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", site.url + "/a", "-s", "RFC9309_TIMEOUT=2"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
+    result = processes.run(
+        "scrapy", "robots", site.url + "/a", "-s", "RFC9309_TIMEOUT=2", cwd=tmp_path, timeout=60
     )
     assert time.monotonic() - start < 20  # the body would take 60 s
     assert result.returncode == 2
@@ -279,13 +276,7 @@ def test_scrapy_robots_follows_redirects_to_http_only(site, tmp_path, target):
         local.write_bytes(DISALLOW_ALL)
         target = local.as_uri()
     site.route("/robots.txt", **redirect(target))
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", site.url + "/a"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-    )
+    result = processes.run("scrapy", "robots", site.url + "/a", cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr  # unavailable: allowed
     assert "robots.txt unavailable" in result.stdout
     assert "Traceback" not in result.stderr
@@ -296,13 +287,7 @@ def test_scrapy_robots_follows_redirects_to_http_only(site, tmp_path, target):
 def test_scrapy_robots_decodes_a_bomb_within_the_limit(bombs, site, tmp_path):
     encoding, body = bombs["br"]
     site.route("/robots.txt", body=body, headers={"Content-Encoding": encoding})
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", site.url + "/private/x"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-    )
+    result = processes.run("scrapy", "robots", site.url + "/private/x", cwd=tmp_path, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "DISALLOWED by 'Disallow: /private' (line 2)" in result.stdout
 

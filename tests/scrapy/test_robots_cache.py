@@ -19,7 +19,7 @@ from scrapy_rfc9309 import SitemapsFromRobotsMixin
 from tests.broad_site import BroadSite, addresses
 from tests.crawl import crawl
 from tests.helpers import REFUSE_ROBOTS_WRITES, on_loop
-from tests.processes import CrawlProcess, run_crawl
+from tests.processes import crawl_process, run_crawl
 
 ETAG = '"v1"'
 PERSISTENT = "scrapy_rfc9309.downloadermiddlewares.robotstxt._persistent"
@@ -215,7 +215,7 @@ def test_a_crawl_killed_mid_crawl_leaves_a_cache_the_next_run_uses(site, tmp_pat
         "RFC9309_PERSISTENT_CACHE_PATH": cache,
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
     }
-    process = CrawlProcess(json.dumps(settings), f"{site.url}/slow")
+    process = crawl_process(json.dumps(settings), f"{site.url}/slow")
     try:
         deadline = time.monotonic() + 60
         # robots.txt read, its copy written (without the crawl waiting), the page on the wire

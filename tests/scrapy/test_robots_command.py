@@ -12,6 +12,7 @@ import sys
 from scrapy.settings import Settings
 
 from scrapy_rfc9309.commands.robots import Command
+from tests import processes
 from tests.processes import run_crawl
 from tests.server import closed_port
 
@@ -23,13 +24,7 @@ ROBOTS = (
 
 
 def robots(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return processes.run("scrapy", "robots", *args, cwd=cwd, timeout=60)
 
 
 def robots_without_fetching(*args, capsys, stderr=False):

@@ -23,7 +23,7 @@ import redis
 import scrapy
 from packaging.version import Version
 
-from tests.processes import CrawlProcess
+from tests.processes import crawl_process
 from tests.robots_sites import (
     Answer,
     RobotsSites,
@@ -178,7 +178,7 @@ def base_settings(**extra):
 
 def crawler(sites_, settings, mode="", urls=()):
     env = {**os.environ, "http_proxy": sites_.proxy, "no_proxy": ""}
-    return CrawlProcess(*([mode] if mode else []), json.dumps(settings), *urls, env=env)
+    return crawl_process(*([mode] if mode else []), json.dumps(settings), *urls, env=env)
 
 
 def finish(process, timeout=90):

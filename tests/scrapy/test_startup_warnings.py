@@ -4,12 +4,12 @@ import argparse
 import contextlib
 import io
 import shutil
-import subprocess
-import sys
 
 import pytest
 from scrapy.commands.startproject import Command as StartProject
 from scrapy.settings import Settings
+
+from tests import processes
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +44,7 @@ def new_project(template, tmp_path):
 
 
 def crawl_output(project, status=0):
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "empty"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = processes.run("scrapy", "crawl", "empty", cwd=project, timeout=60)
     assert result.returncode == status, result.stderr[-2000:]
     return result.stderr
 

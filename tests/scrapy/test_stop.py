@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
-from tests.processes import CrawlProcess
+from tests.processes import crawl_process
 
 ROBOTS = b"User-agent: *\nCrawl-delay: 20\n"
 
@@ -53,7 +53,7 @@ def on_a_thread(store, authority: str, body: bytes) -> None:
 
 
 def start(settings, urls):
-    return CrawlProcess("--dedupe", json.dumps(settings), *urls)
+    return crawl_process("--dedupe", json.dumps(settings), *urls)
 
 
 def pages(site):
