@@ -25,9 +25,9 @@ demo: $(VENV)/.installed
 
 # Parallel, with the "bombs" group on one worker (see test_hostile_sites.py).  Eight
 # workers on two cores: most tests wait on a site or a crawl's idle close, not on the
-# CPU (the suite, longest tests first: 156 s with 6 workers, 145-163 s with 8; 228 s with
-# 4 in collection order); the quick loop's tests use the CPU throughout, and run best
-# with 4 (15-18 s; 20 s with 6).
+# CPU (the suite, longest tests first, its crawler processes forked (tests/processes.py):
+# 129-134 s with 8 workers and about 200 s of CPU, 130 s with 12); the quick loop's tests
+# use the CPU throughout, and run best with 4 (15-18 s; 20 s with 6).
 XDIST := -n 8 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
 
