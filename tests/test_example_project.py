@@ -1,7 +1,8 @@
 """The example project: its demo crawl against the bundled site, the report's
 numbers checked against what the site's servers received, and the commands a
-user types (``scrapy list``, ``scrapy crawl demo``)."""
+user types (``scrapy list``, ``scrapy crawl demo``, ``make fleet-demo``'s)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,26 @@ def test_the_project_lists_both_spiders():
         [sys.executable, "-m", "scrapy", "list"], cwd=PROJECT, capture_output=True, text=True
     )
     assert result.stdout.split() == ["books", "demo"]
+
+
+def test_make_fleet_demo_ends_and_reports_what_the_site_saw():
+    """``make fleet-demo``'s command: two crawler processes and a redis-server of its
+    own, the report read as the user reads it.  (The demo site is one host: the
+    process that owns it fetches its pages, so this is no test of the fleet's
+    spacing; tests/scrapy/test_fleet.py is.)"""
+    result = subprocess.run(
+        [sys.executable, "-m", "demo.fleet"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = result.stdout
+    assert "robots.txt fetched:      1 time(s) by the whole fleet" in report, report
+    responses = re.search(r"responses per process: (\d+), (\d+)", report)
+    assert responses is not None, report
+    assert sum(map(int, responses.groups())) >= 9  # the shop's 8 pages and its robots.txt
+    smallest = re.search(r"spacing at the site: +min ([0-9.]+) s", report)
+    assert smallest is not None and float(smallest.group(1)) >= 0.5, report
+    assert "error:" not in report
