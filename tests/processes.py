@@ -107,14 +107,12 @@ class Process:
         return self._process.exitcode
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
-        """(stdout, stderr) once the crawl has ended (raises
+        """(stdout, stderr) once the process has ended (raises
         :class:`subprocess.TimeoutExpired` if it has not within *timeout*)."""
         self.wait(timeout)
         if self._output is None:
             out, err = (Path(path).read_text(errors="replace") for path in self._files)
             self._output = out, err
-            for path in self._files:
-                Path(path).unlink()
         return self._output
 
     def send_signal(self, signal: int) -> None:
@@ -123,6 +121,11 @@ class Process:
 
     def kill(self) -> None:
         self._process.kill()
+
+    def __del__(self) -> None:
+        # Its output files go with it, read or not.
+        for path in self._files:
+            Path(path).unlink(missing_ok=True)
 
 
 def run(
