@@ -73,15 +73,15 @@ def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def fleet_settings(redis_url: str) -> dict[str, str]:
-    """The "Scaling out" recipe (docs/fleet.md), with this Redis everywhere."""
+    """The "Scaling out" recipe (docs/fleet.md), with this Redis everywhere: the
+    add-on (in the project's settings) shares politeness through scrapy-redis's
+    ``REDIS_URL`` and picks the polite shared queue by itself."""
     return {
         "SPIDER_MODULES": "demo.spiders,demo.fleet_spider",
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_rfc9309.dupefilter.RedisDupeFilter",
         "SCHEDULER_PERSIST": "True",
-        "SCHEDULER_QUEUE_CLASS": "scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
         "REDIS_URL": redis_url,
-        "FLEET_REDIS_URL": redis_url,
         "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
         "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
         "DOMAINBUDGET_REDIS_URL": redis_url,
