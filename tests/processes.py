@@ -59,7 +59,9 @@ def _main(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) ->
     """The forked process: ``python -m ARGV`` in *cwd* with *env*, its standard output
     and error written to the files *out* and *err*."""
     for fd, path in ((1, out), (2, err)):
-        os.dup2(os.open(path, os.O_WRONLY), fd)
+        opened = os.open(path, os.O_WRONLY)
+        os.dup2(opened, fd)
+        os.close(opened)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
@@ -80,9 +82,9 @@ class Process:
         self, module: str, *args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None
     ) -> None:
         self.args = [module, *args]
-        self._files = []
+        self._files: list[str] = []
         for _ in range(2):
-            fd, path = tempfile.mkstemp(prefix="crawl-")
+            fd, path = tempfile.mkstemp(prefix="process-")
             os.close(fd)
             self._files.append(path)
         self._output: tuple[str, str] | None = None
