@@ -40,36 +40,42 @@ def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
     binary = shutil.which("redis-server")
     if binary is None:
         sys.exit("make fleet-demo needs redis-server (e.g. apt-get install redis-server)")
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            directory,
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        server.terminate()
-        sys.exit("redis-server did not start")
-    client.connection_pool.disconnect()
-    return server, url
+    # A free port may be taken by another program before redis-server binds it: then
+    # that program answers, and this redis-server has exited.  Another port, then.
+    for _attempt in range(5):
+        port = free_port()
+        server = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                directory,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                ours = client.info("server")["process_id"] == server.pid
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            ours = False
+        client.connection_pool.disconnect()
+        if ours:
+            return server, url
+        server.kill()
+        server.wait()
+    sys.exit("redis-server did not start")
 
 
 def fleet_settings(redis_url: str) -> dict[str, str]:

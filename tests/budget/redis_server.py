@@ -68,8 +68,15 @@ class RedisServer:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
+        # The port may have been taken between the probe and the bind, by another
+        # worker's redis-server: then that one answered, and this one has exited.
+        ours = client.info("server")["process_id"] == self.process.pid
         client.connection_pool.disconnect()  # the probe leaves no connection behind
         client.close()
+        if not ours:
+            self.process.kill()
+            self.process.wait(10)
+            raise RuntimeError("redis-server did not start: its port was taken")
 
     def stop(self) -> None:
         self.process.terminate()
