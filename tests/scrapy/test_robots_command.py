@@ -1,4 +1,4 @@
-"""``scrapy robots``, run as a user runs it (a subprocess), against a local site.
+"""``scrapy robots``, run as a user runs it (a process of its own), against a local site.
 
 What never fetches (``--file``, bad input) runs the command in the test process, the
 way ``scrapy.cmdline`` does; one subprocess test keeps the ``--file`` path honest on a
