@@ -292,6 +292,8 @@ def print_table(
 
 BROAD_MODES = ("builtin", "rfc9309", "no-cache", "floored", "scrapy-delay")
 BROAD_PAGES = 4
+#: ``CONCURRENT_REQUESTS`` of the broad crawls (``--concurrency``).
+BROAD_CONCURRENCY = 64
 #: The crawls the add-on's cost is held to: hosts, pages a host, rounds, and the most
 #: CPU and peak RSS it may cost against Scrapy's built-in crawl.  One mode's CPU moves
 #: by up to 40% between runs on a shared 2-core machine (the built-in 1,500 x 4 crawl:
@@ -401,6 +403,7 @@ def compare_broad(
     latency: float,
     per_host: int = BROAD_PAGES,
     targets: tuple[float, float] | None = None,
+    concurrency: int = BROAD_CONCURRENCY,
 ) -> None:
     """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
     a host, in an order that turns round by round (see :func:`_round_order`); a
@@ -408,7 +411,7 @@ def compare_broad(
     wrote.  With *targets* (CPU, RSS), whether ``rfc9309`` met them."""
     base = modes[0]
     print(
-        f"broad crawl: {per_host} pages per host, 64 concurrent requests, 2 per host, "
+        f"broad crawl: {per_host} pages per host, {concurrency} concurrent requests, 2 per host, "
         f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds; GC: the "
         f"garbage collector's share of that CPU), "
         f"robots.txt requests sent; each round's CPU against {base}'s in the same round"
@@ -470,7 +473,12 @@ def compare_broad(
                                 sys.executable,
                                 SCRIPT,
                                 "--crawl-broad",
-                                json.dumps(broad_mode_settings(mode, cache)),
+                                json.dumps(
+                                    {
+                                        **broad_mode_settings(mode, cache),
+                                        "CONCURRENT_REQUESTS": concurrency,
+                                    }
+                                ),
                                 "--base",
                                 str(urls_file),
                             ],
@@ -653,13 +661,19 @@ def main() -> None:
     parser.add_argument(
         "--per-host", type=int, default=BROAD_PAGES, help="pages a host (--broad, --restart)"
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=BROAD_CONCURRENCY,
+        help="CONCURRENT_REQUESTS of every mode (--broad, --restart)",
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_broad:
         serve_broad(args.serve_broad, args.hosts[0], args.latency, args.per_host)
     elif args.crawl_broad:
-        broad = {"CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+        broad = {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}
         urls = json.loads(Path(args.base).read_text())
         crawl(urls, {**broad, **json.loads(args.crawl_broad)}, follow=True)
     elif args.broad or args.restart:
@@ -670,6 +684,7 @@ def main() -> None:
             modes,
             args.latency,
             args.per_host,
+            concurrency=args.concurrency,
         )
     elif args.serve:
         serve(args.serve)
