@@ -137,7 +137,7 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
     queue.clear()  # an earlier run's process would own units pushed here
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
-    await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
+    await on_loop(landed(queue, 1))
     first = queue.pop()
     assert first.url == "http://a.example/1"  # the host's list is now empty
     queue.push(Request("http://a.example/2", meta={"download_slot": "a.example"}))
@@ -219,7 +219,7 @@ async def test_a_pop_holds_a_floored_units_record_in_the_ledger_until_its_reques
     push_for(queue, "a.example")
 
     async def scenario():
-        await asyncio.sleep(0.05)  # pushed asynchronously
+        await landed(queue, 2)
         first = queue.pop()  # the floor not known yet: the record stays free
         free = await spacing.acquire("a.example", 0.0, 30, "robots")
         await spacing.release("a.example", 0.0, "robots")
@@ -339,7 +339,7 @@ async def test_the_live_view_counts_the_requests_in_the_fleets_queue(url, caplog
     push_for(queue, "b.example")
 
     async def scenario():
-        await asyncio.sleep(0.05)  # pushed asynchronously
+        await landed(queue, 2)
         await queue.close()
 
     await on_loop(scenario())
@@ -363,6 +363,15 @@ def shared_queue(url, key):
     return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, key, picklecompat)
 
 
+async def landed(queue, count):
+    """Wait until the fleet's queue holds *count* requests: a push is written at the
+    event loop's next turns, later on a loaded machine."""
+    deadline = time.monotonic() + 10
+    while int(queue.server.get(queue.keys[1]) or 0) < count:
+        assert time.monotonic() < deadline, "the pushes never reached Redis"
+        await asyncio.sleep(0.01)
+
+
 def push_for(queue, host):
     from scrapy import Request
 
@@ -370,20 +379,25 @@ def push_for(queue, host):
 
 
 @pytest_twisted.ensureDeferred
-async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(url):
+async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(
+    url, monkeypatch
+):
     """A pop looks at this process's own units first, then at those ready for the
     grace that their owner did not take: however many of another process's ready
     units come before it, a process's own ready unit is found, and the other's are
-    left to their owner."""
+    left to their owner (for a grace longer than a loaded machine's pauses)."""
+    from scrapy_rfc9309.extensions.crawldelay import _redisqueue
+
+    monkeypatch.setattr(_redisqueue, "GRACE", 30.0)
     first = shared_queue(url, "own")
     first.clear()  # the only process seen: it owns what it pushes now
     for n in range(40):
         push_for(first, f"first-{n}.example")
-    await on_loop(asyncio.sleep(0.1))  # pushed asynchronously
+    await on_loop(landed(first, 40))
     second = shared_queue(url, "own")  # seen from now on: new units go to the two in turn
     push_for(first, "a.example")
     push_for(first, "b.example")
-    await on_loop(asyncio.sleep(0.1))
+    await on_loop(landed(first, 42))
     # One of the two is its own (in turn), behind 40 of the other's ready units.
     assert second.pop().url in ("http://a.example/", "http://b.example/")
     assert second.pop() is None  # the other's, not taken before their grace ends
@@ -405,7 +419,7 @@ async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
     await on_loop(first.close())
     for n in range(4):
         push_for(second, f"{n}.example")
-    await on_loop(asyncio.sleep(0.1))  # pushed asynchronously
+    await on_loop(landed(second, 4))
     taken = [second.pop() for _ in range(4)]
     assert None not in taken
     await on_loop(second.close())
@@ -436,7 +450,7 @@ async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_r
     for host in hosts:
         for n in range(2):
             queue.push(Request(f"http://{host}/{n}", meta={"download_slot": host}))
-    await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
+    await on_loop(landed(queue, 4))
     await on_loop(queue.close())
     server.rename("old:units", "old:hosts")  # as an earlier version left them
     for host in hosts:
@@ -473,7 +487,7 @@ async def test_while_redis_is_away_the_shared_queue_crawls_what_it_schedules_and
     )
     try:
         queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
-        await on_loop(asyncio.sleep(0.05))  # pushed asynchronously
+        await on_loop(landed(queue, 1))
         assert len(queue) == 1
         redis_server.stop()
         await on_loop(asyncio.sleep(0.6))  # the count seen is no longer fresh
