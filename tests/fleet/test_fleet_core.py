@@ -142,12 +142,12 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     assert first.url == "http://a.example/1"  # the host's list is now empty
     queue.push(Request("http://a.example/2", meta={"download_slot": "a.example"}))
     queue.push(Request("http://b.example/1", meta={"download_slot": "b.example"}))
-    await on_loop(asyncio.sleep(0.05))
+    await on_loop(landed(queue, 2))
     assert queue.pop().url == "http://b.example/1"
     assert queue.pop() is None  # a.example is held until /1 ends
     politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
-    await on_loop(asyncio.sleep(0.05))  # the end is told to Redis asynchronously
-    assert queue.pop().url == "http://a.example/2"
+    # The end is told to Redis asynchronously: the next pops find /2 once it is.
+    assert (await on_loop(popped(queue))).url == "http://a.example/2"
     await on_loop(queue.close())
 
 
@@ -370,6 +370,15 @@ async def landed(queue, count):
     while int(queue.server.get(queue.keys[1]) or 0) < count:
         assert time.monotonic() < deadline, "the pushes never reached Redis"
         await asyncio.sleep(0.01)
+
+
+async def popped(queue):
+    """The first request a pop returns within 10 s, popping every 10 ms."""
+    deadline = time.monotonic() + 10
+    while (request := queue.pop()) is None:
+        assert time.monotonic() < deadline, "nothing was ready to pop"
+        await asyncio.sleep(0.01)
+    return request
 
 
 def push_for(queue, host):
