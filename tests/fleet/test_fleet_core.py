@@ -184,7 +184,8 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
         for n in range(requests):
             queue.push(Request(f"http://a.example/{n}", meta={"download_slot": "a.example"}))
         for _ in range(requests):
-            await asyncio.sleep(0.02)  # the end told, and its 1 ms passed
+            await told(queue)
+            await asyncio.sleep(0.002)  # the unit's 1 ms floor passed
             request = queue.pop()
             assert request is not None
             polite.finished(request, reached=True)
@@ -192,7 +193,7 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     await on_loop(crawl(1))  # warm up: a script's first call loads it and calls again
     Counting.calls = 0
     await on_loop(crawl(10))
-    await on_loop(asyncio.sleep(0.02))
+    await on_loop(told(queue))
     queue._none_before = 0.0  # ask Redis, whatever the last answer said
     assert queue.pop() is None
     assert Counting.calls == 10 + 1  # the pops, the last pop that found none
@@ -228,7 +229,7 @@ async def test_a_pop_holds_a_floored_units_record_in_the_ledger_until_its_reques
         second = queue.pop()
         while_held = await spacing.acquire("a.example", 0.3, 30, "other")
         polite.finished(second, reached=True)
-        await asyncio.sleep(0.05)  # the end is told asynchronously
+        await told(queue)
         after_end = await spacing.acquire("a.example", 0.3, 30, "other")
         await queue.close()
         spacing.close()
@@ -370,6 +371,12 @@ async def landed(queue, count):
     while int(queue.server.get(queue.keys[1]) or 0) < count:
         assert time.monotonic() < deadline, "the pushes never reached Redis"
         await asyncio.sleep(0.01)
+
+
+async def told(queue):
+    """Wait for what the queue sends Redis in the background (pushes, the ends of
+    requests) to be answered."""
+    await asyncio.gather(*queue._calls)
 
 
 async def popped(queue):
