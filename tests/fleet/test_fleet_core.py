@@ -137,17 +137,17 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     queue = HostReadyRedisQueue(server, crawler.spider, "q", picklecompat)
     queue.clear()  # an earlier run's process would own units pushed here
     queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
-    await on_loop(landed(queue, 1))
+    await on_loop(told(queue))
     first = queue.pop()
     assert first.url == "http://a.example/1"  # the host's list is now empty
     queue.push(Request("http://a.example/2", meta={"download_slot": "a.example"}))
     queue.push(Request("http://b.example/1", meta={"download_slot": "b.example"}))
-    await on_loop(landed(queue, 2))
+    await on_loop(told(queue))
     assert queue.pop().url == "http://b.example/1"
     assert queue.pop() is None  # a.example is held until /1 ends
     politeness(crawler).finished(first, reached=True)  # it ended: ready again (no floor)
-    # The end is told to Redis asynchronously: the next pops find /2 once it is.
-    assert (await on_loop(popped(queue))).url == "http://a.example/2"
+    await on_loop(told(queue))  # the end is told to Redis asynchronously
+    assert queue.pop().url == "http://a.example/2"
     await on_loop(queue.close())
 
 
@@ -220,7 +220,7 @@ async def test_a_pop_holds_a_floored_units_record_in_the_ledger_until_its_reques
     push_for(queue, "a.example")
 
     async def scenario():
-        await landed(queue, 2)
+        await told(queue)
         first = queue.pop()  # the floor not known yet: the record stays free
         free = await spacing.acquire("a.example", 0.0, 30, "robots")
         await spacing.release("a.example", 0.0, "robots")
@@ -340,7 +340,7 @@ async def test_the_live_view_counts_the_requests_in_the_fleets_queue(url, caplog
     push_for(queue, "b.example")
 
     async def scenario():
-        await landed(queue, 2)
+        await told(queue)
         await queue.close()
 
     await on_loop(scenario())
@@ -364,28 +364,10 @@ def shared_queue(url, key):
     return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, key, picklecompat)
 
 
-async def landed(queue, count):
-    """Wait until the fleet's queue holds *count* requests: a push is written at the
-    event loop's next turns, later on a loaded machine."""
-    deadline = time.monotonic() + 10
-    while int(queue.server.get(queue.keys[1]) or 0) < count:
-        assert time.monotonic() < deadline, "the pushes never reached Redis"
-        await asyncio.sleep(0.01)
-
-
 async def told(queue):
     """Wait for what the queue sends Redis in the background (pushes, the ends of
-    requests) to be answered."""
+    requests) to be answered: on a loaded machine, later than any fixed pause."""
     await asyncio.gather(*queue._calls)
-
-
-async def popped(queue):
-    """The first request a pop returns within 10 s, popping every 10 ms."""
-    deadline = time.monotonic() + 10
-    while (request := queue.pop()) is None:
-        assert time.monotonic() < deadline, "nothing was ready to pop"
-        await asyncio.sleep(0.01)
-    return request
 
 
 def push_for(queue, host):
@@ -409,11 +391,11 @@ async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_anot
     first.clear()  # the only process seen: it owns what it pushes now
     for n in range(40):
         push_for(first, f"first-{n}.example")
-    await on_loop(landed(first, 40))
+    await on_loop(told(first))
     second = shared_queue(url, "own")  # seen from now on: new units go to the two in turn
     push_for(first, "a.example")
     push_for(first, "b.example")
-    await on_loop(landed(first, 42))
+    await on_loop(told(first))
     # One of the two is its own (in turn), behind 40 of the other's ready units.
     assert second.pop().url in ("http://a.example/", "http://b.example/")
     assert second.pop() is None  # the other's, not taken before their grace ends
@@ -435,7 +417,7 @@ async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
     await on_loop(first.close())
     for n in range(4):
         push_for(second, f"{n}.example")
-    await on_loop(landed(second, 4))
+    await on_loop(told(second))
     taken = [second.pop() for _ in range(4)]
     assert None not in taken
     await on_loop(second.close())
@@ -466,7 +448,7 @@ async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_r
     for host in hosts:
         for n in range(2):
             queue.push(Request(f"http://{host}/{n}", meta={"download_slot": host}))
-    await on_loop(landed(queue, 4))
+    await on_loop(told(queue))
     await on_loop(queue.close())
     server.rename("old:units", "old:hosts")  # as an earlier version left them
     for host in hosts:
@@ -503,7 +485,7 @@ async def test_while_redis_is_away_the_shared_queue_crawls_what_it_schedules_and
     )
     try:
         queue.push(Request("http://a.example/1", meta={"download_slot": "a.example"}))
-        await on_loop(landed(queue, 1))
+        await on_loop(told(queue))
         assert len(queue) == 1
         redis_server.stop()
         await on_loop(asyncio.sleep(0.6))  # the count seen is no longer fresh
