@@ -21,6 +21,7 @@ import time
 
 import scrapy
 from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+from scrapy.utils.asyncio import call_later
 
 
 class Pages(scrapy.Spider):
@@ -44,13 +45,21 @@ def redis_pages():
         started = False
 
         def spider_idle(self):
-            # Idle time counts from the first idle moment after the caller pushed the
-            # start URLs: a process open before them, waiting for the others to
-            # start, is not idle.
+            # Idle time counts from the moment the caller pushed the start URLs: a
+            # process open before them, waiting for the others to start, is not idle.
             if not self.started:
-                self.started = bool(self.server.exists("pages:started"))
                 self.spider_idle_start_time = int(time.time())
             return super().spider_idle()
+
+        def look_for_start(self):
+            # Read the first start URLs as soon as the caller says they are there,
+            # not at the engine's next look at its idle spider (its 5 s heartbeat).
+            if not self.server.exists("pages:started"):
+                call_later(0.05, self.look_for_start)
+                return
+            self.started = True
+            self.spider_idle_start_time = int(time.time())
+            self.schedule_next_requests()
 
         def parse(self, response):
             # The engine's wakes so far: those after the last page are the idle ones.
@@ -67,6 +76,7 @@ def say_ready(spider):
     import redis
 
     redis.Redis.from_url(spider.settings["REDIS_URL"]).incr("pages:ready")
+    spider.look_for_start()
 
 
 def main() -> None:

@@ -487,6 +487,38 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
+def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their_floors(
+    fleet_redis,
+):
+    """scrapy-redis's RedisSpider reads its start URLs only when its engine is idle,
+    here two at a time (one host's two pages).  12 hosts with a Crawl-delay of 2 s:
+    while the first hosts' second pages wait in the shared queue for their floors,
+    the process reads the next start URLs, and every host's robots.txt comes before
+    the first second page.  (Counting the waiting pages as work, the process read
+    no more start URLs until the queue was empty: the hosts went in waves, each
+    waiting for the last to end.)  The waiting pages also keep the process open past
+    its 2 idle seconds (``MAX_IDLE_TIME_BEFORE_CLOSE``): every page is fetched."""
+    delay, hosts = 2, 12
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n".encode()
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(hosts, first=1300), respond)
+    try:
+        urls = [site.url(host, f"/p/{n}") for host in site.hosts for n in range(2)]
+        settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, CONCURRENT_REQUESTS=16)
+        del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
+        wait_all(start_fleet(settings, urls, processes=1), timeout=60)
+    finally:
+        site.close()
+    arrivals = [hit for hits in site.arrivals.values() for hit in hits]
+    assert sorted(path for _, path in arrivals) == sorted(["/robots.txt", "/p/0", "/p/1"] * hosts)
+    last_robots = max(time for time, path in arrivals if path == "/robots.txt")
+    assert last_robots < min(time for time, path in arrivals if path == "/p/1")
+
+
 def test_a_robots_txt_expiring_while_a_popped_page_holds_its_unit_is_fetched_at_once(
     site, fleet_redis
 ):

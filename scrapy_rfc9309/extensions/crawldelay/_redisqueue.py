@@ -57,6 +57,7 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
 from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError
@@ -235,6 +236,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._listening = False  # the wake list is waited on
         self.politeness.on_finished.append(self._finished)
         self.crawler.signals.connect(self.close, signal=signals.spider_closed)
+        self.crawler.signals.connect(self._keep_open, signal=signals.spider_idle)
         old_units, old_lists = f"{self.key}:hosts", f"{self.key}:host:"
         taken_over = self._ledger(
             keys=[old_units, self.keys[0]], args=["take_over", old_lists, self._list_prefix]
@@ -261,6 +263,20 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         return self._ledger(keys=self.keys, args=[name, *self._argv, *args])
 
     def __len__(self) -> int:
+        """The requests this process may take from the fleet's queue now, and those
+        it holds for it (pushes on their way, requests kept while Redis is away or
+        of a spent budget): a crawl whose start requests are not in Redis yet is not
+        idle.  The fleet's requests do not count while Redis said none is ready for
+        this process before a time (and nothing changed here since): the engine is
+        then idle, so a scrapy-redis ``RedisSpider`` reads its next start URLs (it
+        reads them only when idle), and :meth:`_keep_open` keeps the process open
+        for the fleet's requests."""
+        local = self._pushing + len(self._spent) + len(self._kept)
+        if self.politeness.now() < self._none_before and not self._ends and not self._away:
+            return local
+        return self._fleet_count() + local
+
+    def _fleet_count(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
         less than :data:`COUNT_FRESH` ago (Scrapy asks after every request) or Redis
         cannot be reached, else asked."""
@@ -274,9 +290,15 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             else:
                 self._reachable(asked)
                 self._count(count, now)
-        # Pushes still on their way count too: a crawl whose start requests are not
-        # in Redis yet is not idle.
-        return self._left + self._pushing + len(self._spent) + len(self._kept)
+        return self._left
+
+    def _keep_open(self, spider: Any = None) -> None:
+        """``spider_idle``: the process stays open while the fleet's queue holds
+        requests (the last count seen, while Redis cannot be reached), whatever the
+        spider's own idle rule (scrapy-redis's ``MAX_IDLE_TIME_BEFORE_CLOSE``):
+        they may be its to take."""
+        if self._fleet_count():
+            raise DontCloseSpider
 
     def _fleet_left(self) -> int:
         return self._left
