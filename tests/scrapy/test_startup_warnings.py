@@ -14,13 +14,14 @@ from tests import processes
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A project as `scrapy startproject demo` makes it (its command run in this
-    process, once for the module)."""
-    project = tmp_path_factory.mktemp("template") / "demo"
+    """A project as `scrapy startproject newbot` makes it (its command run in this
+    process, once for the module; named as no module of the tests is, which
+    startproject refuses)."""
+    project = tmp_path_factory.mktemp("template") / "newbot"
     command = StartProject()
     command.settings = Settings()
     with contextlib.redirect_stdout(io.StringIO()):
-        command.run(["demo", str(project)], argparse.Namespace())
+        command.run(["newbot", str(project)], argparse.Namespace())
     assert (project / "scrapy.cfg").exists()
     return project
 
@@ -30,11 +31,11 @@ def new_project(template, tmp_path):
     """``new_project(settings)``: a copy of the template with *settings* appended."""
 
     def make(settings):
-        project = tmp_path / "demo"
+        project = tmp_path / "newbot"
         shutil.copytree(template, project)
-        with open(project / "demo" / "settings.py", "a") as file:
+        with open(project / "newbot" / "settings.py", "a") as file:
             file.write(settings)
-        (project / "demo" / "spiders" / "empty.py").write_text(
+        (project / "newbot" / "spiders" / "empty.py").write_text(
             "import scrapy\n\n\nclass Empty(scrapy.Spider):\n    name = 'empty'\n\n"
             "    async def start(self):\n        return\n        yield\n"
         )
@@ -56,7 +57,7 @@ def test_silent_no_ops_get_a_warning_each(new_project):
         "DOMAINBUDGET_ENABLE = True\nRFC9309_CACHE_TTLL = 60\n",
     )
     # startproject's template sets ROBOTSTXT_OBEY = True: take it back, as some do.
-    settings = project / "demo" / "settings.py"
+    settings = project / "newbot" / "settings.py"
     settings.write_text(settings.read_text().replace("ROBOTSTXT_OBEY = True", ""))
     output = crawl_output(project)
     assert "ROBOTSTXT_OBEY is False (Scrapy's default)" in output
