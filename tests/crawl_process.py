@@ -12,6 +12,7 @@ setting, to wait longer).  Used by tests that need a crawler they can kill, seve
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
 stats as JSON."""
 
+import contextlib
 import faulthandler
 import json
 import signal
@@ -21,6 +22,8 @@ import time
 
 import scrapy
 from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import call_later
 
 
@@ -43,13 +46,31 @@ def redis_pages():
         redis_key = "pages:start_urls"
         max_idle_time = None  # MAX_IDLE_TIME_BEFORE_CLOSE: 2 unless the caller says
         started = False
+        look_pending = False
 
         def spider_idle(self):
             # Idle time counts from the moment the caller pushed the start URLs: a
             # process open before them, waiting for the others to start, is not idle.
             if not self.started:
                 self.spider_idle_start_time = int(time.time())
-            return super().spider_idle()
+            try:
+                return super().spider_idle()
+            except DontCloseSpider:
+                # Not idle long enough: the engine would look again at its next
+                # heartbeat (every 5 s); it looks when the idle time is over.
+                if self.started and not self.look_pending:
+                    self.look_pending = True
+                    ends = self.spider_idle_start_time + self.max_idle_time
+                    call_later(max(ends - time.time(), 0) + 0.05, self.look)
+                raise
+
+        def look(self):
+            """Have the engine look at its scheduler and its idle spider: a request
+            of the spider's own, dropped as it is scheduled."""
+            self.look_pending = False
+            look = scrapy.Request("data:,", callback=NO_CALLBACK, meta={"test_look": True})
+            with contextlib.suppress(RuntimeError):  # the crawl closed meanwhile
+                self.crawler.engine.crawl(look)
 
         def look_for_start(self):
             # Read the first start URLs as soon as the caller says they are there,
@@ -70,6 +91,11 @@ def redis_pages():
             yield from response.follow_all(css="a")
 
     return RedisPages
+
+
+def drop_looks(request, spider):
+    if request.meta.get("test_look"):
+        raise IgnoreRequest
 
 
 def say_ready(spider):
@@ -100,6 +126,7 @@ def main() -> None:
     if mode == "--redis-spider":
         crawler = process.create_crawler(redis_pages())
         crawler.signals.connect(say_ready, signal=scrapy.signals.spider_opened)
+        crawler.signals.connect(drop_looks, signal=scrapy.signals.request_scheduled)
         process.crawl(crawler)
     else:
         crawler = process.create_crawler(Pages)
