@@ -487,8 +487,13 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
+@pytest.mark.parametrize(
+    "reactor",
+    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
+    ids=lambda reactor: "reactor" if reactor else "no-reactor",
+)
 def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their_floors(
-    fleet_redis,
+    fleet_redis, reactor
 ):
     """scrapy-redis's RedisSpider reads its start URLs only when its engine is idle,
     here two at a time (one host's two pages).  12 hosts with a Crawl-delay of 2 s:
@@ -508,7 +513,12 @@ def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their
     site = BroadSite(addresses(hosts, first=1300), respond)
     try:
         urls = [site.url(host, f"/p/{n}") for host in site.hosts for n in range(2)]
-        settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, CONCURRENT_REQUESTS=16)
+        settings = fleet_settings(
+            fleet_redis,
+            DOMAINBUDGET_ENABLED=False,
+            CONCURRENT_REQUESTS=16,
+            TWISTED_REACTOR_ENABLED=reactor,
+        )
         del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
         wait_all(start_fleet(settings, urls, processes=1), timeout=60)
     finally:
