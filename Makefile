@@ -26,7 +26,7 @@ demo: $(VENV)/.installed
 # Parallel, with the "bombs" group on one worker (see test_hostile_sites.py).  Eight
 # workers on two cores: most tests wait on a site or a crawl's idle close, not on the
 # CPU (the suite, longest tests first, its crawler processes forked (tests/processes.py):
-# 114-132 s with 8 workers and about 185-240 s of CPU); the quick loop's tests
+# 114-145 s with 8 workers and about 185-240 s of CPU); the quick loop's tests
 # use the CPU throughout, and run best with 4 (15-18 s; 20 s with 6).
 XDIST := -n 8 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup

@@ -32,7 +32,10 @@ fleet (when none is, the engine is woken when the first one will be; see
 * a process is told on its own wake list when another makes a unit of its ready
   to take: a request pushed for it with nothing queued before, or a request of it
   ended with more queued.  Each process waits on its list (asynchronously, on a
-  connection of its own), so none polls.
+  connection of its own), so none polls;
+* a process with no request in hand and none of the queue's ready for it is idle
+  (a ``RedisSpider`` reads its next start URLs then), and stays open while the
+  queue holds requests.
 
 So a process holds at most one request of a floored unit at a time, and a killed one
 loses at most its in-flight requests.  Like scrapy-redis's queues, each call is one
