@@ -57,8 +57,9 @@ def redis_pages():
                 return super().spider_idle()
             except DontCloseSpider:
                 # Not idle long enough: the engine would look again at its next
-                # heartbeat (every 5 s); it looks when the idle time is over.
-                if self.started and not self.look_pending:
+                # heartbeat (every 5 s); it looks when the idle time is over (0:
+                # never closes, nothing to look for).
+                if self.started and self.max_idle_time and not self.look_pending:
                     self.look_pending = True
                     ends = self.spider_idle_start_time + self.max_idle_time
                     call_later(max(ends - time.time(), 0) + 0.05, self.look)
@@ -66,7 +67,8 @@ def redis_pages():
 
         def look(self):
             """Have the engine look at its scheduler and its idle spider: a request
-            of the spider's own, dropped as it is scheduled."""
+            of the spider's own, dropped as it is scheduled (as the package's
+            engine waker does; not that waker, whose wakes the tests count)."""
             self.look_pending = False
             look = scrapy.Request("data:,", callback=NO_CALLBACK, meta={"test_look": True})
             with contextlib.suppress(RuntimeError):  # the crawl closed meanwhile

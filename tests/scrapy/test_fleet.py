@@ -496,14 +496,16 @@ def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their
     fleet_redis, reactor
 ):
     """scrapy-redis's RedisSpider reads its start URLs only when its engine is idle,
-    here two at a time (one host's two pages).  12 hosts with a Crawl-delay of 2 s:
+    here two at a time (one host's two pages).  12 hosts with a Crawl-delay of 3 s:
     while the first hosts' second pages wait in the shared queue for their floors,
     the process reads the next start URLs, and every host's robots.txt comes before
     the first second page.  (Counting the waiting pages as work, the process read
     no more start URLs until the queue was empty: the hosts went in waves, each
     waiting for the last to end.)  The waiting pages also keep the process open past
     its 2 idle seconds (``MAX_IDLE_TIME_BEFORE_CLOSE``): every page is fetched."""
-    delay, hosts = 2, 12
+    # The later hosts start while the first hosts' second pages wait: a window of one
+    # Crawl-delay, wide enough for a loaded machine's pauses.
+    delay, hosts = 3, 12
 
     def respond(host, path, headers):
         if path == "/robots.txt":

@@ -275,9 +275,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         reads them only when idle), and :meth:`_keep_open` keeps the process open
         for the fleet's requests."""
         local = self._pushing + len(self._spent) + len(self._kept)
-        if self.politeness.now() < self._none_before and not self._ends and not self._away:
+        if self._none_ready(self.politeness.now()):
             return local
         return self._fleet_count() + local
+
+    def _none_ready(self, now: float) -> bool:
+        """Redis said no request is ready for this process before a time still to
+        come, and nothing changed here since (no end to tell, Redis not away)."""
+        return now < self._none_before and not self._ends and not self._away
 
     def _fleet_count(self) -> int:
         """The requests in the fleet's queue: as the last call saw them, if it was
@@ -481,8 +486,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         now = self.politeness.now()
         if not self._may_call(now):
             return self._kept.popleft() if self._kept else None
-        if now < self._none_before and not self._ends and not self._away:
-            # Redis said nothing is ready before then, and nothing changed here.
+        if self._none_ready(now):
             self._waker.wake_in(self._none_before - now)
             return None
         # Without the gate no end is seen: a unit is not held for a request's lease.
