@@ -233,7 +233,6 @@ def sixteen_sites():
         site.close()
 
 
-@pytest.mark.xdist_group("bombs")  # built once, by one worker
 def test_decompression_bombs_cost_a_few_mib_sixteen_at_once(bombs, sixteen_sites):
     encodings = ["br", "gzip", "gzip-gzip"]
     for number, site in enumerate(sixteen_sites):
@@ -283,7 +282,6 @@ def test_scrapy_robots_follows_redirects_to_http_only(site, tmp_path, target):
     assert site.paths() == ["/robots.txt"]
 
 
-@pytest.mark.xdist_group("bombs")
 def test_scrapy_robots_decodes_a_bomb_within_the_limit(bombs, site, tmp_path):
     encoding, body = bombs["br"]
     site.route("/robots.txt", body=body, headers={"Content-Encoding": encoding})
