@@ -282,6 +282,18 @@ function calls.push(lists, wakes, process, seen_for, ledger, name, data)
   return 1
 end
 
+-- ARGV after `queue`'s: the unit.  Takes every request queued for it, whatever its
+-- readiness (the process found them refused by a robots.txt it holds: they never
+-- reach the site).  The unit keeps its place, its record and its hold.  Returns them.
+function calls.take_all(lists, wakes, process, seen_for, ledger, name)
+  queue(lists, wakes, process, seen_for, ledger)
+  local list = q.lists .. name
+  local all = redis.call('LRANGE', list, 0, -1)
+  redis.call('DEL', list)
+  redis.call('DECRBY', KEYS[2], #all)
+  return all
+end
+
 -- ARGV after `queue`'s: the ends (see apply_ends, whose answer this returns).
 function calls.ended(...)
   queue(...)

@@ -67,6 +67,12 @@ class RobotsEntry:
         """True when an earlier copy is obeyed because the site is unreachable now."""
         return self.outcome is FetchOutcome.UNREACHABLE and self.robots is not None
 
+    @property
+    def refuses_all(self) -> bool:
+        """True when every request is refused: there is no file to obey, and the
+        fallback disallows (an unreachable robots.txt, RFC 9309 §2.3.1.4)."""
+        return self.robots is None and not self.fallback.allowed
+
     def expired(self, now: float) -> bool:
         return now >= self.expires_at
 

@@ -36,6 +36,13 @@ from tests.server import Route
 
 ROOT = Path(__file__).resolve().parents[2]
 CRAWL_DELAY = 0.5
+#: A test run with Twisted's reactor and without it (``reactor``: whether with it).
+#: Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (httpx before).
+with_and_without_the_reactor = pytest.mark.parametrize(
+    "reactor",
+    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
+    ids=lambda reactor: "reactor" if reactor else "no-reactor",
+)
 
 
 def fleet_settings(redis_url, **extra):
@@ -487,11 +494,7 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
-@pytest.mark.parametrize(
-    "reactor",
-    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
-    ids=lambda reactor: "reactor" if reactor else "no-reactor",
-)
+@with_and_without_the_reactor
 def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their_floors(
     fleet_redis, reactor
 ):
@@ -839,6 +842,43 @@ def test_in_the_shared_queue_a_spent_budget_waits_for_no_crawl_delay(site, fleet
     assert stats["domainbudget/dropped/max_requests_per_day"] == 6
 
 
+@with_and_without_the_reactor
+def test_in_the_shared_queue_pages_an_unreachable_robots_txt_refuses_wait_for_no_hold(
+    site, other_site, fleet_redis, reactor
+):
+    """A site whose robots.txt answers 503 is held (here for 10 minutes), and every page
+    of it is disallowed (RFC 9309 §2.3.1.4).  Its pages are dropped at once, as with
+    the package's one-process queue, both those queued in Redis when the robots.txt
+    is decided and those found afterwards: they never reach the site, so they wait
+    for no hold (in Redis, either kind waited for the hold's end: the crawl did not
+    end within the test's minute)."""
+    site.route("/robots.txt", status=503)
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    other_url = other_site.url.replace("127.0.0.1", "localhost")
+
+    def page(*urls):
+        return "<html><body>{}</body></html>".format(
+            "".join(f'<a href="{url}">.</a>' for url in urls)
+        ).encode()
+
+    # /p/3 to /p/5 are found 2 s after the others, their robots.txt decided by then.
+    other_site.route("/next", body=page(*(f"{site.url}/p/{i}" for i in range(3, 6))), delay=2.0)
+    other_site.route(
+        "/seed", body=page(*(f"{site.url}/p/{i}" for i in range(3)), f"{other_url}/next")
+    )
+    settings = fleet_settings(
+        fleet_redis,
+        DOMAINBUDGET_ENABLED=False,
+        SCHEDULER_QUEUE_CLASS="scrapy_rfc9309.redisqueue.HostReadyRedisQueue",
+        BACKOFF_START=600,
+        TWISTED_REACTOR_ENABLED=reactor,
+    )
+    [stats] = wait_all(start_fleet(settings, [f"{other_url}/seed"], processes=1), timeout=60)
+    assert site.paths() == ["/robots.txt"]
+    assert stats["rfc9309/forbidden"] == 6
+    assert stats["backoff/holds"] == 1
+
+
 def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_urls(
     site, fleet_redis
 ):
@@ -858,12 +898,7 @@ def test_a_plain_spider_with_scrapy_redis_and_the_shared_queue_crawls_its_start_
     ]
 
 
-@pytest.mark.parametrize(
-    "reactor",
-    # Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (httpx before).
-    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
-    ids=lambda reactor: "reactor" if reactor else "no-reactor",
-)
+@with_and_without_the_reactor
 def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes_nothing(
     reactor,
 ):

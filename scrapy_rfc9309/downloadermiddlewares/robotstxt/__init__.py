@@ -240,12 +240,7 @@ class RobotsTxtMiddleware:
         if not has_robots_txt(request):
             return False
         entry = self._cache.get(authority_of(request))
-        return (
-            entry is not None
-            and entry.robots is None
-            and not entry.fallback.allowed
-            and not entry.expired(monotonic())
-        )
+        return entry is not None and entry.refuses_all and not entry.expired(monotonic())
 
     def unread(self, request: Request) -> bool:
         """Whether *request* would wait here for its site's robots.txt: it obeys one,

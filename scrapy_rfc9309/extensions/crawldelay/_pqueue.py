@@ -170,14 +170,8 @@ class HostReadyPriorityQueue:
     def __len__(self) -> int:
         return self._size + len(self._decided)
 
-    def _dropped_anyway(self, request: Request) -> bool:
-        """Whether a middleware will drop *request* without reaching its site: a
-        robots.txt at hand refuses it, or its domain's budget is spent."""
-        refuses, spent = self._offers.robots_refuses, self._offers.budget_spent
-        return (refuses is not None and refuses(request)) or (spent is not None and spent(request))
-
     def push(self, request: Request) -> None:
-        if self._dropped_anyway(request):
+        if self._offers.drop(request):
             self._decided.append(request)
             return
         unit = self.politeness.unit(request)
@@ -242,7 +236,7 @@ class HostReadyPriorityQueue:
             head = self.queues[unit].peek()
         except NotImplementedError:  # it waits in the robots middleware
             return False
-        if head is None or self._dropped_anyway(head) or not unread(head):
+        if head is None or self._offers.drop(head) or not unread(head):
             return False
         if unit in self._reading:
             return True
@@ -302,7 +296,7 @@ class HostReadyPriorityQueue:
         """If every request to *authority* is refused by its robots.txt now (it is
         unreachable), hand its unit's queued requests out at once: they never reach
         it."""
-        if entry is None or entry.robots is not None or entry.fallback.allowed:
+        if entry is None or not entry.refuses_all:
             return
         self._hand_out(self.politeness.unit_of_host(urlsplit(authority).hostname or ""))
 
@@ -327,7 +321,7 @@ class HostReadyPriorityQueue:
                 head = queue.peek() if queue is not None else None
             except NotImplementedError:  # dropped in its turn, when the unit is ready
                 head = None
-            if head is not None and self._dropped_anyway(head):
+            if head is not None and self._offers.drop(head):
                 return self._take(unit)
             self._looked_at.popleft()
         return None

@@ -58,6 +58,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
@@ -76,6 +77,8 @@ from ._waker import EngineWaker
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
+
+    from ...robots import RobotsEntry
 
 #: What a call raises when Redis cannot be reached or does not answer (redis-py's
 #: errors, and this package's client's).
@@ -205,9 +208,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
         self._ledger = server.register_script(SOURCE)
         self._reported: set[str] = set()  # units without a floor, already said so
-        #: Requests whose domain's budget is spent: this process's budget middleware
-        #: drops them at once, so they are kept here, not shared, and never wait.
-        self._spent: deque[Request] = deque()
+        #: Requests this process's middlewares drop without reaching their site (a
+        #: robots.txt at hand refuses them, or their domain's budget is spent): kept
+        #: here, not shared, and handed out at once.
+        self._dropped: deque[Request] = deque()
         self._offers = offers(self.crawler)
         self._offers.fleet_queue_left = self._fleet_left
         self._waker = EngineWaker(self.crawler)
@@ -238,6 +242,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._listener: asyncio.Task[None] | None = None
         self._listening = False  # the wake list is waited on
         self.politeness.on_finished.append(self._finished)
+        self._offers.on_robots_decided.append(self._decided)
         self.crawler.signals.connect(self.close, signal=signals.spider_closed)
         self.crawler.signals.connect(self._keep_open, signal=signals.spider_idle)
         old_units, old_lists = f"{self.key}:hosts", f"{self.key}:host:"
@@ -268,13 +273,13 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def __len__(self) -> int:
         """The requests this process may take from the fleet's queue now, and those
         it holds for it (pushes on their way, requests kept while Redis is away or
-        of a spent budget): a crawl whose start requests are not in Redis yet is not
+        that a middleware drops at once): a crawl whose start requests are not in Redis yet is not
         idle.  The fleet's requests do not count while Redis said none is ready for
         this process before a time (and nothing changed here since): the engine is
         then idle, so a scrapy-redis ``RedisSpider`` reads its next start URLs (it
         reads them only when idle), and :meth:`_keep_open` keeps the process open
         for the fleet's requests."""
-        local = self._pushing + len(self._spent) + len(self._kept)
+        local = self._pushing + len(self._dropped) + len(self._kept)
         if self._none_ready(self.politeness.now()):
             return local
         return self._fleet_count() + local
@@ -318,10 +323,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         """Add *request* to its unit's list: through the pipelined asynchronous
         connection when there is one (the command is written at the event loop's
         next turn, not waited for), else with a blocking call.  A request whose
-        domain's budget is spent stays here: this process drops it at once."""
-        spent = self._offers.budget_spent
-        if spent is not None and spent(request):
-            self._spent.append(request)
+        domain's budget is spent, or that a robots.txt at hand refuses, stays here:
+        this process drops it at once."""
+        if self._offers.drop(request):
+            self._dropped.append(request)
             return
         if self._away:
             self._kept.append(request)
@@ -365,6 +370,40 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             self._unreachable(exc)
         else:
             self._left += 1
+
+    def _decided(self, authority: str, entry: RobotsEntry | None) -> None:
+        """*authority*'s robots.txt was decided here: if it refuses every request (it
+        is unreachable), its unit's requests are taken out of Redis at once, whatever
+        the unit's readiness (a hold, a floor), and dropped here; those of the unit's
+        other authorities go back, at the end of its list."""
+        if entry is None or not entry.refuses_all or self._away:
+            return
+        args = [self.politeness.unit_of_host(urlsplit(authority).hostname or "")]
+        if self._client is not None and _loop_running():
+            self._in_background(self._take_all(args))
+            return
+        try:
+            self._took(self._call("take_all", args))
+        except REDIS_AWAY as exc:
+            self._unreachable(exc)
+
+    async def _take_all(self, args: list[Any]) -> None:
+        try:
+            taken = await self._call_async(self._client, "take_all", args)
+        except RedisConnectionError as exc:
+            self._unreachable(exc)
+        else:
+            self._took(taken)
+
+    def _took(self, taken: list[Any]) -> None:
+        self._left -= len(taken)
+        for data in taken:
+            request = self._decode(data)
+            if self._offers.drop(request):
+                self._dropped.append(request)
+            else:
+                self._send(request)
+        self._look_at(self.politeness.now())
 
     def _encode(self, request: Request) -> Any:
         return self.serializer.dumps(request.to_dict(spider=self.spider))
@@ -480,8 +519,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
-        if self._spent:
-            return self._spent.popleft()
+        if self._dropped:
+            return self._dropped.popleft()
         self._start_listening()
         now = self.politeness.now()
         if not self._may_call(now):
