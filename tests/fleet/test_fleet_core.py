@@ -406,6 +406,40 @@ async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_anot
 
 
 @pytest_twisted.ensureDeferred
+async def test_an_unreachable_robots_txt_takes_the_requests_it_refuses_out_of_redis_at_once(url):
+    """When a robots.txt this process reads is unreachable (everything disallowed),
+    its unit's requests leave Redis at once, whatever the unit's readiness (here, held
+    by the request that fetched it): those the robots.txt refuses are handed out to
+    be dropped, those of the unit's other authority go back and wait for the unit."""
+    from scrapy import Request
+
+    from scrapy_rfc9309._shared import offers
+    from scrapy_rfc9309.robots import FetchOutcome, RobotsEntry, Verdict
+
+    queue = shared_queue(url, "refused")
+    queue.clear()
+    queue.politeness.tracking = True  # as the gate does: the unit is held while /0 is out
+    for path in ("http://a.example/0", "http://a.example/1", "https://a.example/2"):
+        queue.push(Request(path, meta={"download_slot": "a.example"}))
+    await on_loop(told(queue))
+    assert queue.pop().url == "http://a.example/0"  # out: its robots.txt is fetched
+    assert queue.pop() is None  # the unit is held until /0 ends
+    shared = offers(queue.crawler)
+    shared.robots_refuses = lambda request: request.url.startswith("http://")
+    unreachable = RobotsEntry(
+        FetchOutcome.UNREACHABLE, None, 0.0, 600.0, Verdict(False, "robots.txt unreachable")
+    )
+    for decided in shared.on_robots_decided:
+        decided("http://a.example", unreachable)
+    await on_loop(told(queue))
+    assert queue.pop().url == "http://a.example/1"  # refused: at once, while held
+    assert queue.pop() is None  # https://a.example/2 waits for the unit, in Redis
+    assert int(queue.server.get(queue.keys[1])) == 1
+    await on_loop(queue.close())
+    queue.clear()
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
     """A process whose crawl closes is given no new unit from then on: the units
     pushed after it closed all go to the process still there (counted as there for
