@@ -30,15 +30,17 @@ class Ledger(Protocol):
     """When each unit may start: ``await ledger.acquire(unit, floor, lease, token)``
     -> 0 (start now: the unit is held for *token*, at most *lease* seconds) or the
     seconds to wait before asking again; ``await ledger.release(unit, floor, token)``
-    once that request ended."""
+    once that request ended (``reached=False``: without reaching the site)."""
 
     async def acquire(self, unit: str, floor: float, lease: float, token: str = "") -> float:
         """Hold *unit* for *token* if it may start now (0), else the seconds to wait
         before asking again.  The floor is the largest asked for the unit."""
 
-    async def release(self, unit: str, floor: float, token: str = "") -> None:
+    async def release(self, unit: str, floor: float, token: str = "", reached: bool = True) -> None:
         """The request that acquired *unit* with *token* ended now ('': whichever);
-        one the unit is no longer held for (its lease ended) changes nothing."""
+        one the unit is no longer held for (its lease ended) changes nothing.  One
+        that did not reach the site (a middleware dropped it, *reached* false) leaves
+        the unit's last end as it was: the next request waits no floor for it."""
 
     async def hold(self, unit: str, seconds: float) -> None:
         """No request of *unit* starts for *seconds*; a shorter hold shortens none."""
@@ -86,14 +88,17 @@ class LocalLedger(Ledger):
     def started(self, unit: str) -> None:
         self._in_progress[unit] = self._in_progress.get(unit, 0) + 1
 
-    def ended(self, unit: str, max_floor: float = INFINITY) -> None:
-        """A request of *unit* that :meth:`started` ended now; ends older than
-        *max_floor* (the largest floor any unit may have) are forgotten now and then."""
+    def ended(self, unit: str, max_floor: float = INFINITY, reached: bool = True) -> None:
+        """A request of *unit* that :meth:`started` ended now (without reaching the
+        site: *reached* false, the last end stays); ends older than *max_floor* (the
+        largest floor any unit may have) are forgotten now and then."""
         left = self._in_progress.get(unit, 0) - 1
         if left > 0:
             self._in_progress[unit] = left
         else:
             self._in_progress.pop(unit, None)
+        if not reached:
+            return
         now = self.now()
         self._last_end[unit] = now
         self._ends += 1
@@ -121,14 +126,15 @@ class LocalLedger(Ledger):
         self._acquired[unit] = _Acquired(token, now + lease)
         return 0.0
 
-    async def release(self, unit: str, floor: float, token: str = "") -> None:
+    async def release(self, unit: str, floor: float, token: str = "", reached: bool = True) -> None:
         held = self._acquired.get(unit)
         if held is not None and held.token is not None and token and held.token != token:
             return
         now = self.now()
         self._acquired[unit] = _Acquired(held.token if held is not None else None, now)
         self._floors[unit] = max(floor, self._floors.get(unit, 0.0))
-        self._last_end[unit] = now
+        if reached:
+            self._last_end[unit] = now
 
     async def hold(self, unit: str, seconds: float) -> None:
         self._holds[unit] = max(self._holds.get(unit, 0.0), self.now() + seconds)

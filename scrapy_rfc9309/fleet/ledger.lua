@@ -88,9 +88,10 @@ function calls.acquire(floor, lease, token)
   return wait
 end
 
--- KEYS[1] = the unit's key.  The request of acquisition `token` ended now.
-function calls.release(floor, token)
-  return let_go(load(KEYS[1], floor), token, true)
+-- KEYS[1] = the unit's key.  The request of acquisition `token` ended now;
+-- `reached`: '1' if the site saw it, '0' if not (the last end stays).
+function calls.release(floor, token, reached)
+  return let_go(load(KEYS[1], floor), token, reached ~= '0')
 end
 
 -- KEYS[1] = the unit's key.  No request starts for `seconds` (microseconds).
@@ -207,6 +208,12 @@ local function wake(process)  -- another process is told to look (one item at mo
   redis.call('PEXPIRE', key, math.floor(q.seen_for / 1000))
 end
 
+-- The fleet's queue is empty now: every process seen lately looks (an idle one may
+-- close, rather than wait for its engine's next heartbeat to see it).
+local function emptied()
+  for _, process in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do wake(process) end
+end
+
 local function popped(token) return token and string.sub(token, 1, 4) == 'pop:' end
 
 local function record(name, floor)
@@ -290,7 +297,7 @@ function calls.take_all(lists, wakes, process, seen_for, ledger, name)
   local list = q.lists .. name
   local all = redis.call('LRANGE', list, 0, -1)
   redis.call('DEL', list)
-  redis.call('DECRBY', KEYS[2], #all)
+  if #all > 0 and redis.call('DECRBY', KEYS[2], #all) == 0 then emptied() end
   return all
 end
 
@@ -354,8 +361,9 @@ function calls.pop(lists, wakes, process, seen_for, ledger, lease, grace, number
     local held_with = int(unit.floor)
     redis.call('HSET', KEYS[7], 'number', number, 'data', data, 'token', token, 'floor', held_with)
     redis.call('PEXPIRE', KEYS[7], 3600000)  -- the process's lifetime at most, if killed
-    redis.call('DECR', KEYS[2])
-    return {data, token, held_with, false, redis.call('GET', KEYS[2])}
+    local left = redis.call('DECR', KEYS[2])
+    if left == 0 then emptied() end
+    return {data, token, held_with, false, left}
   end
   local function ready(key, before)
     return redis.call('ZRANGEBYSCORE', key, '-inf', int(before), 'LIMIT', 0, 20)

@@ -52,11 +52,11 @@ class FleetSpacing(Ledger):
         waited = await self._unit("acquire", unit, *_micros(floor, lease), token)
         return max(int(waited), 0) / 1_000_000
 
-    async def release(self, unit: str, floor: float, token: str = "") -> None:
-        """The request that acquired *unit* with *token* ended now; a release that
-        comes after the unit went to another acquisition (its lease ended) changes
-        nothing."""
-        await self._unit("release", unit, *_micros(floor), token)
+    async def release(self, unit: str, floor: float, token: str = "", reached: bool = True) -> None:
+        """The request that acquired *unit* with *token* ended now (without reaching
+        the site: *reached* false); a release that comes after the unit went to
+        another acquisition (its lease ended) changes nothing."""
+        await self._unit("release", unit, *_micros(floor), token, int(reached))
 
     async def hold(self, unit: str, seconds: float) -> None:
         """No process starts a request to *unit* for *seconds* (it asked to slow

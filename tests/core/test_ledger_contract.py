@@ -136,3 +136,21 @@ async def test_a_unit_held_before_its_floor_is_known_is_not_asked_about_endlessl
     # The lease ends first: its end, not the poll (0 if it ended already, on a
     # machine slow enough).
     assert short_held <= 0.04
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_that_did_not_reach_the_site_spends_no_floor(ledger):
+    """A request a later middleware dropped once it held its unit (its budget spent):
+    released as not reached, the unit is free at once, its last end as it was; a
+    request the site saw makes the next one wait the floor."""
+
+    async def scenario():
+        assert await ledger.acquire("a.example", 5.0, 30, "A") == 0
+        await ledger.release("a.example", 5.0, "A", reached=False)
+        unreached = await ledger.acquire("a.example", 5.0, 30, "B")
+        await ledger.release("a.example", 5.0, "B")
+        return unreached, await ledger.acquire("a.example", 5.0, 30, "C")
+
+    unreached, reached = await on_loop(scenario())
+    assert unreached == 0
+    assert reached > 4.0

@@ -842,6 +842,31 @@ def test_in_the_shared_queue_a_spent_budget_waits_for_no_crawl_delay(site, fleet
     assert stats["domainbudget/dropped/max_requests_per_day"] == 6
 
 
+@pytest.mark.parametrize(
+    "queue",
+    ["scrapy_rfc9309.redisqueue.HostReadyRedisQueue", "scrapy_redis.queue.PriorityQueue"],
+    ids=["host-ready-queue", "scrapy-redis-queue"],
+)
+def test_requests_a_spent_budget_drops_after_their_unit_is_ready_spend_no_floor(
+    site, fleet_redis, queue
+):
+    """A page-a-day budget, a Crawl-delay of 2 s: the day's page links 20 more, each
+    dropped by the budget once its unit is ready.  The site never sees them, so none
+    spends the unit's floor: they go one after another, the crawl ending about a
+    Crawl-delay after the day's page (each spending one took 40 s more)."""
+    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 2\n")
+    links = "".join(f'<a href="{site.url}/p/{i}">.</a>' for i in range(1, 21))
+    site.route("/p/0", body=f"<html><body>{links}</body></html>".encode())
+    settings = fleet_settings(
+        fleet_redis,
+        SCHEDULER_QUEUE_CLASS=queue,
+        DOMAINBUDGET_POLICY={"default_policy": {"max_pages_per_day": 1}},
+    )
+    [stats] = wait_all(start_fleet(settings, [f"{site.url}/p/0"], processes=1), timeout=30)
+    assert site.paths() == ["/robots.txt", "/p/0"]
+    assert stats["domainbudget/dropped/max_pages_per_day"] == 20
+
+
 @with_and_without_the_reactor
 def test_in_the_shared_queue_pages_an_unreachable_robots_txt_refuses_wait_for_no_hold(
     site, other_site, fleet_redis, reactor

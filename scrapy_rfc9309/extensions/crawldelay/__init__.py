@@ -224,9 +224,9 @@ class CrawlDelayThrottle:
         assert self._fleet is not None
         return await self._fleet.acquire(key, self.floor(key), token)
 
-    def fleet_release(self, key: str) -> None:
+    def fleet_release(self, key: str, reached: bool = True) -> None:
         assert self._fleet is not None
-        self._fleet.release(key, self.floor(key))
+        self._fleet.release(key, self.floor(key), reached)
 
     # -- start and stop ---------------------------------------------------
 

@@ -85,14 +85,15 @@ class FleetGates:
             self.stats.inc_value("fleet/spacing_acquired")
         return wait
 
-    def release(self, key: str, floor: float) -> None:
-        """A request of unit *key* ended now: the fleet's next one waits *floor*.
-        Only a unit this process asked Redis to hold is let go of (a release without
-        its token would free whichever request holds it)."""
+    def release(self, key: str, floor: float, reached: bool = True) -> None:
+        """A request of unit *key* ended now: the fleet's next one waits *floor* (none
+        for this one, if it did not reach the site).  Only a unit this process asked
+        Redis to hold is let go of (a release without its token would free whichever
+        request holds it)."""
         token = self._tokens.pop(key, None)
         if token is None:
             return
-        release = functools.partial(self.spacing.release, key, floor, token)
+        release = functools.partial(self.spacing.release, key, floor, token, reached)
         if self.health.usable():
             self._call(self._release(release, floor))
         else:  # told once Redis answers, else the fleet waits until the lease ends

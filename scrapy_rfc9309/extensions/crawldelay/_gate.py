@@ -247,7 +247,9 @@ class CrawlDelayGate:
         return response
 
     def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
-        self._end(request)
+        # IgnoreRequest here is a later middleware's (the budget's) dropping the
+        # request before the download: the site never saw it.
+        self._end(request, reached=not isinstance(exception, IgnoreRequest))
 
     def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         self._end(request, response)
@@ -255,9 +257,12 @@ class CrawlDelayGate:
     def _left(self, request: Request, spider: Any = None) -> None:
         self._end(request)
 
-    def _end(self, request: Request, response: Response | None = None) -> None:
+    def _end(
+        self, request: Request, response: Response | None = None, reached: bool = True
+    ) -> None:
         started = self._started.pop(request, None)
-        self.politeness.finished(request, reached=started is not None)
+        reached = reached and started is not None
+        self.politeness.finished(request, reached=reached)
         if started is None:
             return
         key, fleet = started
@@ -265,6 +270,6 @@ class CrawlDelayGate:
         if robots_of:
             redirected = response is not None and is_redirect(response.status)
             self.politeness.deciding(key, robots_of, redirected)
-        self.politeness.ended(key)
+        self.politeness.ended(key, reached)
         if fleet:
-            self.throttle.fleet_release(key)
+            self.throttle.fleet_release(key, reached)

@@ -272,9 +272,10 @@ class Politeness:
     def started(self, key: str) -> None:
         self.ledger.started(key)
 
-    def ended(self, key: str) -> None:
-        """A request of unit *key* that :meth:`started` ended now."""
-        self.ledger.ended(key, self.limits.max_floor)
+    def ended(self, key: str, reached: bool = True) -> None:
+        """A request of unit *key* that :meth:`started` ended now (*reached*: the site
+        saw it; if not, the unit's floor does not count from now)."""
+        self.ledger.ended(key, self.limits.max_floor, reached)
         self.changed(key)
         for done in self.on_done:
             done(key)
