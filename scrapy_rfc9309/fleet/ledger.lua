@@ -208,12 +208,6 @@ local function wake(process)  -- another process is told to look (one item at mo
   redis.call('PEXPIRE', key, math.floor(q.seen_for / 1000))
 end
 
--- The fleet's queue is empty now: every process seen lately looks (an idle one may
--- close, rather than wait for its engine's next heartbeat to see it).
-local function emptied()
-  for _, process in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do wake(process) end
-end
-
 local function popped(token) return token and string.sub(token, 1, 4) == 'pop:' end
 
 local function record(name, floor)
@@ -297,7 +291,7 @@ function calls.take_all(lists, wakes, process, seen_for, ledger, name)
   local list = q.lists .. name
   local all = redis.call('LRANGE', list, 0, -1)
   redis.call('DEL', list)
-  if #all > 0 and redis.call('DECRBY', KEYS[2], #all) == 0 then emptied() end
+  redis.call('DECRBY', KEYS[2], #all)
   return all
 end
 
@@ -361,9 +355,8 @@ function calls.pop(lists, wakes, process, seen_for, ledger, lease, grace, number
     local held_with = int(unit.floor)
     redis.call('HSET', KEYS[7], 'number', number, 'data', data, 'token', token, 'floor', held_with)
     redis.call('PEXPIRE', KEYS[7], 3600000)  -- the process's lifetime at most, if killed
-    local left = redis.call('DECR', KEYS[2])
-    if left == 0 then emptied() end
-    return {data, token, held_with, false, left}
+    redis.call('DECR', KEYS[2])
+    return {data, token, held_with, false, redis.call('GET', KEYS[2])}
   end
   local function ready(key, before)
     return redis.call('ZRANGEBYSCORE', key, '-inf', int(before), 'LIMIT', 0, 20)
