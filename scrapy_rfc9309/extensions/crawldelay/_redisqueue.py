@@ -273,8 +273,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def __len__(self) -> int:
         """The requests this process may take from the fleet's queue now, and those
         it holds for it (pushes on their way, requests kept while Redis is away or
-        that a middleware drops at once): a crawl whose start requests are not in Redis yet is not
-        idle.  The fleet's requests do not count while Redis said none is ready for
+        that a middleware drops at once): a crawl whose start requests are not in
+        Redis yet is not idle.  The fleet's requests do not count while Redis said none is ready for
         this process before a time (and nothing changed here since): the engine is
         then idle, so a scrapy-redis ``RedisSpider`` reads its next start URLs (it
         reads them only when idle), and :meth:`_keep_open` keeps the process open
