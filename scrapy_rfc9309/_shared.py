@@ -113,7 +113,7 @@ class Offers:
         #: requests an unreachable robots.txt refuses.
         self.on_robots_decided: list[Callable[[str, RobotsEntry | None], None]] = []
 
-    def drop(self, request: Request) -> bool:
+    def will_drop(self, request: Request) -> bool:
         """Whether a middleware will drop *request* without reaching its site: a
         robots.txt at hand refuses it, or its domain's budget is spent.  The
         scheduler's queues hand such requests out at once: they wait for nothing."""

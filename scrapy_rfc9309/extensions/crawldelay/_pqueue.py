@@ -171,7 +171,7 @@ class HostReadyPriorityQueue:
         return self._size + len(self._decided)
 
     def push(self, request: Request) -> None:
-        if self._offers.drop(request):
+        if self._offers.will_drop(request):
             self._decided.append(request)
             return
         unit = self.politeness.unit(request)
@@ -236,7 +236,7 @@ class HostReadyPriorityQueue:
             head = self.queues[unit].peek()
         except NotImplementedError:  # it waits in the robots middleware
             return False
-        if head is None or self._offers.drop(head) or not unread(head):
+        if head is None or self._offers.will_drop(head) or not unread(head):
             return False
         if unit in self._reading:
             return True
@@ -321,7 +321,7 @@ class HostReadyPriorityQueue:
                 head = queue.peek() if queue is not None else None
             except NotImplementedError:  # dropped in its turn, when the unit is ready
                 head = None
-            if head is not None and self._offers.drop(head):
+            if head is not None and self._offers.will_drop(head):
                 return self._take(unit)
             self._looked_at.popleft()
         return None

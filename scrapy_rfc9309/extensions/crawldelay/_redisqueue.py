@@ -274,11 +274,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         """The requests this process may take from the fleet's queue now, and those
         it holds for it (pushes on their way, requests kept while Redis is away or
         that a middleware drops at once): a crawl whose start requests are not in
-        Redis yet is not idle.  The fleet's requests do not count while Redis said none is ready for
-        this process before a time (and nothing changed here since): the engine is
-        then idle, so a scrapy-redis ``RedisSpider`` reads its next start URLs (it
-        reads them only when idle), and :meth:`_keep_open` keeps the process open
-        for the fleet's requests."""
+        Redis yet is not idle.  The fleet's requests do not count while Redis said
+        none is ready for this process before a time (and nothing changed here
+        since): the engine is then idle, so a scrapy-redis ``RedisSpider`` reads its
+        next start URLs (it reads them only when idle), and :meth:`_keep_open` keeps
+        the process open for the fleet's requests."""
         local = self._pushing + len(self._dropped) + len(self._kept)
         if self._none_ready(self.politeness.now()):
             return local
@@ -325,7 +325,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         next turn, not waited for), else with a blocking call.  A request whose
         domain's budget is spent, or that a robots.txt at hand refuses, stays here:
         this process drops it at once."""
-        if self._offers.drop(request):
+        if self._offers.will_drop(request):
             self._dropped.append(request)
             return
         if self._away:
@@ -390,16 +390,16 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     async def _take_all(self, args: list[Any]) -> None:
         try:
             taken = await self._call_async(self._client, "take_all", args)
-        except RedisConnectionError as exc:
-            self._unreachable(exc)
-        else:
-            self._took(taken)
+        except Exception as exc:  # they stay in Redis, dropped in their unit's turn
+            self._failed(exc, "take the requests a robots.txt refuses out of Redis")
+            return
+        self._took(taken)
 
     def _took(self, taken: list[Any]) -> None:
         self._left -= len(taken)
         for data in taken:
             request = self._decode(data)
-            if self._offers.drop(request):
+            if self._offers.will_drop(request):
                 self._dropped.append(request)
             else:
                 self._send(request)
@@ -513,6 +513,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         finally:
             client.close()
 
+    def _failed(self, exc: Exception, doing: str) -> None:
+        """A background call failed *doing* something: Redis is away, or (said once)
+        it refused the call."""
+        if isinstance(exc, RedisConnectionError):
+            self._unreachable(exc)
+        else:
+            self._say_once(f"The shared queue could not {doing} ({exc})")
+
     def _say_once(self, message: str) -> None:
         if not self._warned:
             self._warned = True
@@ -600,10 +608,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             soonest = await self._call_async(self._client, "ended", self._told(ends))
         except Exception as exc:  # told with the next call
             self._keep_ends(ends)
-            if isinstance(exc, RedisConnectionError):
-                self._unreachable(exc)
-            else:
-                self._say_once(f"The shared queue could not tell Redis a request ended ({exc})")
+            self._failed(exc, "tell Redis a request ended")
             return
         if soonest is not None:
             # A unit with requests queued may start in *soonest*: the engine asks
