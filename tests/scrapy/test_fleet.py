@@ -945,20 +945,21 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
     reactor,
 ):
     """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
-    fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from one seed.
-    Redis stops once 40 pages are in, and comes back 6 s later from its append-only
-    file.  An unreachable queue is not an empty one: no process closes for want of
-    work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every page is fetched once, no host
-    sees a gap below its Crawl-delay, each process says once that the fleet's Redis
-    is away (the queue, the spacing and robots.txt in one line) and once that it is
-    back, and no traceback of this package's is logged."""
+    fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from a
+    seed each.  Redis stops once 40 pages are in, from both processes, and comes back
+    6 s later from its append-only file.  An unreachable queue is not an empty one:
+    no process closes for want of work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every
+    page is fetched once, no host sees a gap below its Crawl-delay, each process says
+    once that the fleet's Redis is away (the queue, the spacing and robots.txt in one
+    line) and once that it is back, and no traceback of this package's is logged."""
     from tests.budget.redis_server import RedisServer
 
     hosts, pages, delay = 40, 6, 0.3
-    fetched = Counter()
+    fetched, senders = Counter(), set()
 
     def on_page(host, path, headers):
         fetched[host, path] += 1
+        senders.add(headers["user-agent"])
 
     server = RedisServer(durable=True)
     site = seeded_sites(hosts, 1300, pages, delay, on_page)
@@ -967,13 +968,17 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
             server.url,
             DOMAINBUDGET_ENABLED=False,
             MAX_IDLE_TIME_BEFORE_CLOSE=3,
+            REDIS_START_URLS_BATCH_SIZE=1,
             TWISTED_REACTOR_ENABLED=reactor,
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
-        fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
+        # A seed each (the same links): with one, the process that did not take it
+        # could close idle, as configured, before the other's links reached Redis.
+        seeds = [site.url(host, "/seed") for host in site.hosts[:2]]
+        fleet = start_fleet(settings, seeds, processes=2)
         deadline = time.monotonic() + 60
-        while sum(fetched.values()) < 40:
-            assert time.monotonic() < deadline, fetched
+        while sum(fetched.values()) < 40 or len(senders) < 2:
+            assert time.monotonic() < deadline, (fetched, senders)
             time.sleep(0.02)
         server.stop()
         time.sleep(6)
