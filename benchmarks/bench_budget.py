@@ -17,18 +17,18 @@ import argparse
 import asyncio
 import multiprocessing
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' helpers
 
 import bench_crawl
 
 from scrapy_rfc9309.budget.storage import MemoryStorage, RedisStorage, SQLiteStorage
+from tests.budget.redis_server import RedisServer
 
 DAY = "2026-11-22"
 
@@ -78,28 +78,14 @@ def rate(kind: str, where: str, processes: int, count: int) -> float:
         return count / (time.perf_counter() - start)
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+def start_redis() -> RedisServer:
+    """A redis-server on a free port of 127.0.0.1 for the run, on core 1 (see
+    :func:`bench_crawl.pin`)."""
+    if shutil.which("redis-server") is None:
         sys.exit("redis-server is needed (apt-get install redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    bench_crawl.pin(process.pid, "redis")
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    for _ in range(200):
-        try:
-            redis.Redis.from_url(url).ping()
-            return process, url
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    sys.exit("redis-server did not start")
+    server = RedisServer()
+    bench_crawl.pin(server.process.pid, "redis")
+    return server
 
 
 def main() -> None:
@@ -108,7 +94,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    redis_process, redis_url = start_redis()
+    redis_server = start_redis()
+    redis_url = redis_server.url
     try:
         with tempfile.TemporaryDirectory() as workdir:
             print(f"reservations/s ({args.reservations:,} reservations, 100 domains)")
@@ -126,7 +113,7 @@ def main() -> None:
             times = bench_crawl.compare(modes, args.pages, args.rounds, redis_url)
             bench_crawl.print_table(times, args.pages)
     finally:
-        redis_process.terminate()
+        redis_server.stop()
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    redis_process, redis_url = bench_budget.start_redis()
+    redis_server = bench_budget.start_redis()
+    redis_url = redis_server.url
     try:
         one = rate(redis_url, 1, args.calls)
         four = rate(redis_url, 4, args.calls)
@@ -81,7 +82,7 @@ def main() -> None:
             },
         )
     finally:
-        redis_process.terminate()
+        redis_server.stop()
 
 
 if __name__ == "__main__":

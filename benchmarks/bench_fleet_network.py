@@ -271,7 +271,8 @@ def main() -> None:
         return
     import bench_budget
 
-    redis_process, redis_url = bench_budget.start_redis()
+    redis_server = bench_budget.start_redis()
+    redis_url = redis_server.url
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     print(
         f"{args.processes} processes, {args.hosts} hosts x {args.pages} pages, Crawl-delay 1,"
@@ -309,7 +310,7 @@ def main() -> None:
                     f" {r['min_gap']:>7.3f}s"
                 )
     finally:
-        redis_process.terminate()
+        redis_server.stop()
 
 
 if __name__ == "__main__":

@@ -107,7 +107,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=40)
     args = parser.parse_args()
-    redis_process, redis_url = bench_budget.start_redis()
+    redis_server = bench_budget.start_redis()
+    redis_url = redis_server.url
     try:
         print(
             f"{'run':<27}  robots  requests/s   min gap  median gap  pages (budget)  first to last"
@@ -116,7 +117,7 @@ def main() -> None:
         for processes, fleet in runs:
             print(run(redis_url, processes, fleet, args.budget), flush=True)
     finally:
-        redis_process.terminate()
+        redis_server.stop()
 
 
 if __name__ == "__main__":
