@@ -1,6 +1,9 @@
 """A stop is prompt and loses nothing: SIGTERM ends a crawl whose requests wait for a
 Crawl-delay of 20 s within 10 s, and the resumed crawl (``JOBDIR``, or a scrapy-redis
-queue) fetches the requests that were waiting, none twice.
+queue) fetches the requests that were waiting, none twice; ``CLOSESPIDER_TIMEOUT``
+ends it as promptly.  In each mode a crawl runs in: the package's queue, Scrapy's,
+without the reactor, the domain unit, and the fleet's queues (scrapy-redis's, and
+the add-on's shared queue, across whose restart the Crawl-delay holds too).
 
 The site's robots.txt (``Crawl-delay: 20``) is kept from an earlier crawl, so that
 the first page starts at once and the second waits 20 s after it."""
@@ -93,9 +96,17 @@ def resume(settings, urls):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-QUEUES = {
+#: The modes a crawl runs in: the package's priority queue, Scrapy's, without the
+#: Twisted reactor, and with the registrable domain as the politeness unit.
+MODES = {
     "package-queue": {},
     "scrapys-queue": {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"},
+    "no-reactor": {"TWISTED_REACTOR_ENABLED": False},
+    "no-reactor-scrapys-queue": {
+        "TWISTED_REACTOR_ENABLED": False,
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
+    },
+    "domain-unit": {"CRAWLDELAY_UNIT": "domain"},
 }
 
 
@@ -112,14 +123,15 @@ def settings_for(tmp_path, site, **extra):
     }
 
 
-@pytest.mark.parametrize("queue", list(QUEUES))
-def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site, tmp_path, queue):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site, tmp_path, mode):
     site.route("/robots.txt", body=ROBOTS)
     urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
-    settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **QUEUES[queue])
+    settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **MODES[mode])
     assert stop_while_waiting(site, settings, urls) < 10
     assert pages(site) == ["/p/0"]
-    resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
+    stats = resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
+    assert stats["test/twisted_reactor"] is MODES[mode].get("TWISTED_REACTOR_ENABLED", True)
     assert sorted(pages(site)) == ["/p/0", "/p/1"]  # none lost, none twice
     assert "/robots.txt" not in site.paths()  # the kept copy, both times
     # The request kept is the one scheduled: the resumed crawl's own User-Agent, not
@@ -127,10 +139,26 @@ def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site
     assert [hit.user_agent for hit in site.hits] == ["TestBot/1.0", "TestBot/2.0"]
 
 
-def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_path, redis_server):
+#: scrapy-redis's own queue, from which a request waits in the gate, and the add-on's
+#: shared queue (its default with scrapy-redis, through ``REDIS_URL``), which keeps a
+#: request in Redis until its unit is ready, with and without the reactor.
+REDIS_QUEUES = {
+    "scrapy-redis-queue": {"FLEET_REDIS_URL": False},
+    "shared-queue": {},
+    "shared-queue-no-reactor": {"TWISTED_REACTOR_ENABLED": False},
+}
+
+
+@pytest.mark.parametrize("queue", list(REDIS_QUEUES))
+def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(
+    site, tmp_path, redis_server, queue
+):
+    from scrapy_rfc9309.robots import RedisRobotsStore
+
     url = redis_server.url.rsplit("/", 1)[0] + "/7"
     redis.Redis.from_url(url).flushdb()
     site.route("/robots.txt", body=ROBOTS)
+    on_a_thread(RedisRobotsStore(url, 512_000), site.url, ROBOTS)  # the fleet's copy
     urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
     settings = settings_for(
         tmp_path,
@@ -139,26 +167,30 @@ def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(site, tmp_
         DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
         SCHEDULER_PERSIST=True,
         REDIS_URL=url,
-        # scrapy-redis's own queue, from which a request waits in the gate (the
-        # add-on's shared queue keeps it in Redis until its unit is ready).
-        FLEET_REDIS_URL=False,
+        **REDIS_QUEUES[queue],
     )
     assert stop_while_waiting(site, settings, urls) < 10
-    assert pages(site) == ["/p/0"]
-    resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
+    assert len(pages(site)) == 1  # the first of the queue's order (LIFO in the shared one)
+    stats = resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
+    assert stats["test/twisted_reactor"] is REDIS_QUEUES[queue].get("TWISTED_REACTOR_ENABLED", True)
     assert sorted(pages(site)) == ["/p/0", "/p/1"]
-    assert [hit.user_agent for hit in site.hits] == ["TestBot/1.0", "TestBot/2.0"]
+    hits = [hit for hit in site.hits if hit.path.startswith("/p/")]
+    assert [hit.user_agent for hit in hits] == ["TestBot/1.0", "TestBot/2.0"]
+    assert "/robots.txt" not in site.paths()  # the kept copy, both times
+    if queue != "scrapy-redis-queue":  # the unit's next start is kept in Redis
+        assert hits[1].time - hits[0].time >= 20
 
 
-@pytest.mark.parametrize("queue", list(QUEUES))
-def test_closespider_timeout_is_prompt_while_requests_wait(site, tmp_path, queue):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_closespider_timeout_is_prompt_while_requests_wait(site, tmp_path, mode):
     site.route("/robots.txt", body=ROBOTS)
     urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
-    settings = settings_for(tmp_path, site, CLOSESPIDER_TIMEOUT=2, **QUEUES[queue])
+    settings = settings_for(tmp_path, site, CLOSESPIDER_TIMEOUT=2, **MODES[mode])
     began = time.monotonic()
     stats = resume(settings, urls)
     assert time.monotonic() - began < 12  # 2 s, then the stop, not the 20 s wait
     assert stats["finish_reason"] == "closespider_timeout"
+    assert stats["test/twisted_reactor"] is MODES[mode].get("TWISTED_REACTOR_ENABLED", True)
     assert pages(site) == ["/p/0"]
 
 
