@@ -49,7 +49,7 @@ class Backoff:
         self.stats = crawler.stats
         self.unit_name = unit_name(crawler.settings)
         self.codes = config.codes
-        self.hosts = UnitBackoff(
+        self.units = UnitBackoff(
             start=config.start,
             maximum=config.maximum,
             forgive_after=config.forgive_after,
@@ -64,11 +64,11 @@ class Backoff:
 
     def delay(self, key: str) -> float:
         """The least spacing of unit *key* while it backs off, else 0."""
-        return self.hosts.delay(key, monotonic())
+        return self.units.delay(key, monotonic())
 
     def held_until(self, key: str) -> float:
         """Until when unit *key* is held, in ``time.monotonic()`` seconds (0: never)."""
-        return self.hosts.held_until(key)
+        return self.units.held_until(key)
 
     # -- events ------------------------------------------------------------
 
@@ -78,7 +78,7 @@ class Backoff:
         if response.status not in self.codes:
             return False
         seconds = self._retry_after(response, key)
-        incident = self.hosts.incident(key, monotonic(), seconds)
+        incident = self.units.incident(key, monotonic(), seconds)
         if incident.new:
             self.stats.inc_value("backoff/holds")
             logger.debug(
@@ -97,7 +97,7 @@ class Backoff:
                     "BACKOFF_MAX_RETRY_AFTER = %.6g s",
                     key,
                     seconds,
-                    self.hosts.max_retry_after,
+                    self.units.max_retry_after,
                 )
         self._changed(key)
         if self._fleet is not None:
@@ -118,12 +118,12 @@ class Backoff:
     def learn(self, key: str, seconds: float) -> None:
         """Another process of the fleet holds unit *key* for *seconds* more."""
         self.stats.inc_value("backoff/fleet_holds_learnt")
-        self.hosts.learn(key, monotonic(), seconds)
+        self.units.learn(key, monotonic(), seconds)
         self._changed(key)
 
     def close(self) -> None:
         """Report, per unit, its holds."""
-        held = self.hosts.report(monotonic())
+        held = self.units.report(monotonic())
         if not held:
             return
         total = sum(seconds for _, seconds, _ in held)
