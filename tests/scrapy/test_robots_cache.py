@@ -55,15 +55,22 @@ class Sites:
 
 @pytest_twisted.ensureDeferred
 async def test_a_restarted_crawl_fetches_no_robots_txt_then_refreshes_with_conditional_requests(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, caplog
 ):
+    """Each crawl's closing INFO line says what the kept copies saved."""
     cache = str(tmp_path / "robots.sqlite")
     sites = Sites()
+    said = "scrapy_rfc9309.downloadermiddlewares.robotstxt", logging.INFO
+    caplog.set_level(logging.INFO, logger=said[0])
     try:
         first = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
         assert sites.take() == {"robots": 50, "page": 50}
+        assert (*said, "robots.txt: 50 requests sent") in caplog.record_tuples
         second = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
         assert sites.take() == {"page": 50}  # no robots.txt request, still obeyed
+        assert (*said, "robots.txt: 50 kept from an earlier crawl, 0 requests sent") in (
+            caplog.record_tuples
+        )
         # An hour later, past the cache's TTL (RFC9309_CACHE_TTL, 3600 s).
         later = time.time() + 3700
         monkeypatch.setattr(
@@ -71,6 +78,9 @@ async def test_a_restarted_crawl_fetches_no_robots_txt_then_refreshes_with_condi
         )
         third = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
         assert sites.take() == {"304": 50, "page": 50}
+        assert (*said, "robots.txt: 50 refreshed unchanged (304), 50 requests sent") in (
+            caplog.record_tuples
+        )
         fourth = await crawl(sites.urls(), RFC9309_PERSISTENT_CACHE_PATH=cache)
         assert sites.take() == {"page": 50}  # the 304 renewed the copies
     finally:

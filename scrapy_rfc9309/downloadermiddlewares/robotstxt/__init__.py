@@ -86,7 +86,7 @@ class RobotsTxtMiddleware:
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
         self.fetcher: Fetcher = RobotsFetcher(crawler, self.config)
-        fleet = fleet_url(crawler.settings)
+        self._fleet = fleet = fleet_url(crawler.settings)
         store, where = self._kept_store(fleet)
         if fleet:
             # The fleet's copy is the one it keeps across restarts, if it keeps one.
@@ -376,20 +376,32 @@ class RobotsTxtMiddleware:
         self.stats.set_value("rfc9309/cache_entries", len(self._cache))
         self.stats.set_value("rfc9309/cache_bytes", self._cache_bytes)
         if self.persistent is not None:
-            stat = self.stats.get_value
-            logger.info(
-                "robots.txt: %d kept from an earlier crawl, %d fetched in this run by "
-                "another process of the fleet (or read again after this one's cache let "
-                "them go), %d refreshed unchanged (304), %d requests sent",
-                stat("rfc9309/persistent_hit", 0),
-                stat("rfc9309/this_run_hit", 0),
-                stat("rfc9309/not_modified", 0),
-                stat("rfc9309/request_count", 0),
-            )
+            logger.info("robots.txt: %s", self._kept_summary())
         lines = self.report.lines()
         if lines:
             logger.info("robots.txt report:\n  %s", "\n  ".join(lines))
             self.stats.set_value("rfc9309/report", self.report.summary())
+
+    def _kept_summary(self) -> str:
+        """What the kept copies saved, in the counts that are not zero, and the
+        robots.txt requests sent."""
+        stat = self.stats.get_value
+        again = (
+            "fetched in this run by another process of the fleet (or read again)"
+            if self._fleet
+            else "read again after the cache let them go"
+        )
+        counts = [
+            f"{count} {what}"
+            for count, what in (
+                (stat("rfc9309/persistent_hit", 0), "kept from an earlier crawl"),
+                (stat("rfc9309/this_run_hit", 0), again),
+                (stat("rfc9309/not_modified", 0), "refreshed unchanged (304)"),
+            )
+            if count
+        ]
+        sent = stat("rfc9309/request_count", 0)
+        return ", ".join([*counts, f"{sent} request{'' if sent == 1 else 's'} sent"])
 
     def _failed(self, authority: str, entry: RobotsEntry, exc: BaseException | None) -> None:
         self.report.failed(authority, entry.describe())
