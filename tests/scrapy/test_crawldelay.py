@@ -245,3 +245,16 @@ async def test_the_live_view_says_what_the_units_wait_for_and_is_off_with_one_se
     with caplog.at_level(logging.INFO):
         await crawl(pages(site, 2), CRAWLDELAY_LIVE_VIEW=False, **settings)
     assert not [r for r in caplog.records if r.getMessage().startswith("Politeness:")]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_learnt_delay_is_logged_with_the_floor_it_makes(site, caplog):
+    """A Crawl-delay shorter than ``DOWNLOAD_DELAY``: the line says the floor that
+    holds (the longer), and what the file asked."""
+    robots(site, b"User-agent: *\nCrawl-delay: 0.2\n")
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309.extensions.crawldelay")
+    await crawl(pages(site, 1), ADDONS={"scrapy_rfc9309.Addon": 500}, DOWNLOAD_DELAY=0.5)
+    assert (
+        f"127.0.0.1: at least 0.5 s from one request's end to the next ({site.url} asks for 0.2 s)"
+        in caplog.messages
+    )

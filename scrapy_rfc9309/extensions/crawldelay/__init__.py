@@ -183,7 +183,13 @@ class CrawlDelayThrottle:
             sources[source] = delay
             if delay > self._default_delay:
                 self.stats.inc_value("crawldelay/applied")
-            logger.debug("%s: at least %.6g s from one request's end to the next", key, delay)
+            logger.debug(
+                "%s: at least %.6g s from one request's end to the next (%s asks for %.6g s)",
+                key,
+                self.floor(key),
+                source,
+                delay,
+            )
         elif sources is not None and sources.pop(source, None) is not None and not sources:
             del self._site_delays[key]
         self.politeness.changed(key)
