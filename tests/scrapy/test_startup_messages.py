@@ -73,6 +73,24 @@ async def test_a_policy_string_that_is_not_json_is_refused(site, tmp_path):
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_policy_file_named_in_the_inline_setting_is_pointed_to_the_file_setting(
+    site, tmp_path
+):
+    with pytest.raises(
+        Exception,
+        match=r"not a JSON object: .*; to name a policy file, set DOMAINBUDGET_POLICY_FILE = "
+        r"'budget\.yaml'",
+    ):
+        await crawl(
+            [site.url + "/a"],
+            DOMAINBUDGET_SQLITE_PATH=str(tmp_path / "b.sqlite"),
+            DOMAINBUDGET_POLICY="budget.yaml",
+            **BUDGET,
+        )
+    assert site.paths() == []
+
+
+@pytest_twisted.ensureDeferred
 async def test_redis_storage_without_redis_py_is_a_setting_error(site, monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)  # import redis raises ImportError
     with pytest.raises(SettingError, match=r"pip install 'scrapy-rfc9309\[redis\]'"):

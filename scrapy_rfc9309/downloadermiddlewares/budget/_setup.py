@@ -101,7 +101,10 @@ def load_policy(settings: BaseSettings) -> BudgetPolicy:
             try:
                 inline = json.loads(inline)
             except ValueError as exc:
-                raise PolicyError(f"DOMAINBUDGET_POLICY: not a JSON object: {exc}") from None
+                hint = ""
+                if inline.strip().lower().endswith((".yaml", ".yml", ".json")):
+                    hint = f"; to name a policy file, set DOMAINBUDGET_POLICY_FILE = {inline!r}"
+                raise PolicyError(f"DOMAINBUDGET_POLICY: not a JSON object: {exc}{hint}") from None
         data = inline.copy_to_dict() if hasattr(inline, "copy_to_dict") else inline
         return BudgetPolicy.from_dict(data)
     return BudgetPolicy.defaults()
