@@ -7,7 +7,9 @@ import asyncio
 import os
 from typing import Any
 
+import scrapy
 from hypothesis import settings
+from packaging.version import Version
 from twisted.internet.defer import Deferred
 
 from tests.budget.process_worker import DAY
@@ -16,11 +18,17 @@ __all__ = [
     "BUDGET",
     "DAY",
     "REFUSE_ROBOTS_WRITES",
+    "WITHOUT_REACTOR",
     "examples",
     "on_loop",
     "page_paths",
     "policy",
 ]
+
+#: Whether crawls run without Twisted's reactor too (``TWISTED_REACTOR_ENABLED =
+#: False``): Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (with
+#: httpx, not a dependency, before).
+WITHOUT_REACTOR = Version(scrapy.__version__) >= Version("2.19")
 
 #: Set by ``make test-fast`` (the quick loop): property tests try a tenth of their
 #: examples there; ``make test`` tries them all.

@@ -17,8 +17,6 @@ from time import monotonic
 import pytest
 import pytest_twisted
 import redis
-import scrapy
-from packaging.version import Version
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
@@ -30,17 +28,16 @@ from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
 from tests.broad_site import BroadSite, addresses
 from tests.delay_proxy import DelayProxy
-from tests.helpers import on_loop
+from tests.helpers import WITHOUT_REACTOR, on_loop
 from tests.processes import crawl_process, run_crawl
 from tests.server import Route
 
 ROOT = Path(__file__).resolve().parents[2]
 CRAWL_DELAY = 0.5
 #: A test run with Twisted's reactor and without it (``reactor``: whether with it).
-#: Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (httpx before).
 with_and_without_the_reactor = pytest.mark.parametrize(
     "reactor",
-    [True, False] if Version(scrapy.__version__) >= Version("2.19") else [True],
+    [True, False] if WITHOUT_REACTOR else [True],
     ids=lambda reactor: "reactor" if reactor else "no-reactor",
 )
 
@@ -848,12 +845,7 @@ def test_in_the_shared_queue_a_spent_budget_waits_for_no_crawl_delay(site, fleet
         ("scrapy_rfc9309.redisqueue.HostReadyRedisQueue", True),
         ("scrapy_redis.queue.PriorityQueue", True),
     ]
-    # Scrapy's asyncio-native mode downloads over HTTP from 2.19 on (httpx before).
-    + (
-        [("scrapy_rfc9309.redisqueue.HostReadyRedisQueue", False)]
-        if Version(scrapy.__version__) >= Version("2.19")
-        else []
-    ),
+    + ([("scrapy_rfc9309.redisqueue.HostReadyRedisQueue", False)] if WITHOUT_REACTOR else []),
     ids=lambda value: {
         "scrapy_rfc9309.redisqueue.HostReadyRedisQueue": "host-ready-queue",
         "scrapy_redis.queue.PriorityQueue": "scrapy-redis-queue",

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 import pytest
 import redis
-import scrapy
-from packaging.version import Version
 
+from tests.helpers import WITHOUT_REACTOR
 from tests.processes import crawl_process
 from tests.robots_sites import (
     Answer,
@@ -226,7 +225,7 @@ MODES = {
     "scrapys-queue": {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"},
     "domain-unit": {"CRAWLDELAY_UNIT": "domain"},
 }
-if Version(scrapy.__version__) >= Version("2.19"):
+if WITHOUT_REACTOR:
     MODES["no-reactor"] = {"TWISTED_REACTOR_ENABLED": False}
 
 

@@ -22,6 +22,7 @@ import pytest
 import redis
 
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
+from tests.helpers import WITHOUT_REACTOR
 from tests.processes import crawl_process
 
 ROBOTS = b"User-agent: *\nCrawl-delay: 20\n"
@@ -96,18 +97,16 @@ def resume(settings, urls):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-#: The modes a crawl runs in: the package's priority queue, Scrapy's, without the
-#: Twisted reactor, and with the registrable domain as the politeness unit.
+#: The modes a crawl runs in: the package's priority queue, Scrapy's, with the
+#: registrable domain as the politeness unit, and (below) without the reactor.
 MODES = {
     "package-queue": {},
     "scrapys-queue": {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"},
-    "no-reactor": {"TWISTED_REACTOR_ENABLED": False},
-    "no-reactor-scrapys-queue": {
-        "TWISTED_REACTOR_ENABLED": False,
-        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
-    },
     "domain-unit": {"CRAWLDELAY_UNIT": "domain"},
 }
+if WITHOUT_REACTOR:
+    MODES["no-reactor"] = {"TWISTED_REACTOR_ENABLED": False}
+    MODES["no-reactor-scrapys-queue"] = {**MODES["no-reactor"], **MODES["scrapys-queue"]}
 
 
 def settings_for(tmp_path, site, **extra):
@@ -145,8 +144,9 @@ def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site
 REDIS_QUEUES = {
     "scrapy-redis-queue": {"FLEET_REDIS_URL": False},
     "shared-queue": {},
-    "shared-queue-no-reactor": {"TWISTED_REACTOR_ENABLED": False},
 }
+if WITHOUT_REACTOR:
+    REDIS_QUEUES["shared-queue-no-reactor"] = MODES["no-reactor"]
 
 
 @pytest.mark.parametrize("queue", list(REDIS_QUEUES))

@@ -9,14 +9,13 @@ import itertools
 import json
 
 import pytest
-import scrapy
-from packaging.version import Version
 
+from tests.helpers import WITHOUT_REACTOR
 from tests.processes import run_crawl
 from tests.server import Route
 
 MODES = ["twisted-reactor"]
-if Version(scrapy.__version__) >= Version("2.19"):
+if WITHOUT_REACTOR:
     MODES.append("no-reactor")
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.parametrize("mode", MODES)]
