@@ -26,8 +26,8 @@ demo: $(VENV)/.installed
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a few tests
 # at a time, in the suite's order (tests/conftest.py: the longest first).  Eight
 # workers on two cores: most tests wait on a site or a crawl's idle close, not on the
-# CPU (crawler processes are forked, tests/processes.py; 114-145 s with 8 workers
-# and about 185-240 s of CPU); the quick loop's tests use the CPU throughout, and
+# CPU (crawler processes are forked, tests/processes.py; 108-145 s with 8 workers
+# and about 173-240 s of CPU); the quick loop's tests use the CPU throughout, and
 # run best with 4 (15-18 s; 20 s with 6).
 XDIST := -n 8 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
