@@ -89,11 +89,16 @@ class CrawlDelayGate:
         self._offers.on_robots_decided.append(self.politeness.decided)
         self.stats = crawler.stats
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
+        #: Those of them past every downloader middleware (Scrapy's
+        #: ``request_reached_downloader``): only those may have reached their site; one
+        #: a later middleware dropped (the budget's) or answered did not.
+        self._downloading: set[Request] = set()
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
         throttle.gate_enabled = True
         crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._left, signal=signals.request_left_downloader)
 
     @classmethod
@@ -247,9 +252,11 @@ class CrawlDelayGate:
         return response
 
     def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
-        # IgnoreRequest here is a later middleware's (the budget's) dropping the
-        # request before the download: the site never saw it.
-        self._end(request, reached=not isinstance(exception, IgnoreRequest))
+        self._end(request)
+
+    def _reached(self, request: Request, spider: Any = None) -> None:
+        if request in self._started:
+            self._downloading.add(request)
 
     def _downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         self._end(request, response)
@@ -257,11 +264,10 @@ class CrawlDelayGate:
     def _left(self, request: Request, spider: Any = None) -> None:
         self._end(request)
 
-    def _end(
-        self, request: Request, response: Response | None = None, reached: bool = True
-    ) -> None:
+    def _end(self, request: Request, response: Response | None = None) -> None:
         started = self._started.pop(request, None)
-        reached = reached and started is not None
+        reached = request in self._downloading
+        self._downloading.discard(request)
         self.politeness.finished(request, reached=reached)
         if started is None:
             return
