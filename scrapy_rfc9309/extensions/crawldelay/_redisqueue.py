@@ -396,13 +396,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._took(taken)
 
     def _took(self, taken: list[Any]) -> None:
+        """The requests :meth:`_decided` took: dropped here, or pushed back."""
         self._left -= len(taken)
         for data in taken:
-            request = self._decode(data)
-            if self._offers.will_drop(request):
-                self._dropped.append(request)
-            else:
-                self._send(request)
+            self.push(self._decode(data))
         self._look_at(self.politeness.now())
 
     def _encode(self, request: Request) -> Any:
