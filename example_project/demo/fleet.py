@@ -145,6 +145,8 @@ def report(site: DemoSite, logs: list[str]) -> str:
         " by the whole fleet",
         f"  requests at the site:    {len(hits)}; responses per process: "
         + ", ".join(map(str, responses)),
+        "                           (each site has one owner process: the demo has one site;"
+        " a broad crawl's sites are shared)",
     ]
     if gaps:
         lines.append(
