@@ -12,8 +12,10 @@ no transactions, no cluster redirections.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -250,15 +252,132 @@ class _RespProtocol(asyncio.Protocol):
                 future.set_exception(error)
 
 
+#: redis-py's URL options that tune its own sockets, pool, retries and decoding, not
+#: where the server is or what it answers: this client has its own timeout, connection
+#: and replies, and takes them as said nothing.
+TUNING_OPTIONS = frozenset(
+    {
+        "socket_timeout",
+        "socket_connect_timeout",
+        "socket_keepalive",
+        "health_check_interval",
+        "retry_on_timeout",
+        "max_connections",
+        "client_name",
+        "protocol",
+        "encoding",
+        "encoding_errors",
+        "decode_responses",
+    }
+)
+#: redis-py's TLS options this client applies as redis-py does (:func:`tls_context`).
+TLS_OPTIONS = frozenset(
+    {
+        "ssl_cert_reqs",
+        "ssl_ca_certs",
+        "ssl_ca_path",
+        "ssl_ca_data",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_password",
+        "ssl_check_hostname",
+        "ssl_min_version",
+        "ssl_ciphers",
+    }
+)
+_VERIFY_MODES = {
+    "none": ssl.CERT_NONE,
+    "optional": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
+
+
+def unknown_options(url: str) -> list[str]:
+    """The options of Redis URL *url* this client cannot honour (besides ``db``)."""
+    known = TUNING_OPTIONS | TLS_OPTIONS | {"db"}
+    return sorted(name for name in parse_qs(urlsplit(url).query) if name not in known)
+
+
+def _redis_py_checks_hostname() -> bool:
+    """redis-py's default ``ssl_check_hostname`` (False before 6.0, True since; True
+    without redis-py)."""
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - the budget's Redis extra installs it
+        return True
+    parameter = inspect.signature(redis.SSLConnection).parameters.get("ssl_check_hostname")
+    return True if parameter is None else bool(parameter.default)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "f", "false", "n", "no")
+    return bool(value)
+
+
+def tls_context(options: Mapping[str, Any]) -> ssl.SSLContext:
+    """The TLS context redis-py's ``SSLConnection`` builds from *options* (its
+    ``ssl_*`` keyword arguments, or a URL's query options as strings): the system's
+    trusted certificates and any given (``ssl_ca_certs``, ``ssl_ca_path``,
+    ``ssl_ca_data``), a client certificate (``ssl_certfile``, ``ssl_keyfile``,
+    ``ssl_password``), ``ssl_cert_reqs`` (``required`` by default; ``none``
+    checks no certificate, as for many hosted Redis services),
+    ``ssl_check_hostname`` (redis-py's default), ``ssl_min_version`` and
+    ``ssl_ciphers``."""
+    context = ssl.create_default_context()
+    reqs = options.get("ssl_cert_reqs", "required")
+    if reqs is None:
+        reqs = "none"
+    if isinstance(reqs, str):
+        if reqs.lower() not in _VERIFY_MODES:
+            raise ValueError(
+                f"ssl_cert_reqs must be one of {', '.join(_VERIFY_MODES)}, not {reqs!r}"
+            )
+        mode = _VERIFY_MODES[reqs.lower()]
+    else:
+        mode = ssl.VerifyMode(reqs)
+    check = options.get("ssl_check_hostname")
+    context.check_hostname = (
+        _redis_py_checks_hostname() if check is None else _flag(check)
+    ) and mode != ssl.CERT_NONE
+    context.verify_mode = mode
+    certfile = options.get("ssl_certfile")
+    if certfile:
+        context.load_cert_chain(certfile, options.get("ssl_keyfile"), options.get("ssl_password"))
+    cafile, capath, cadata = (options.get(f"ssl_ca_{name}") for name in ("certs", "path", "data"))
+    if cafile or capath or cadata:
+        context.load_verify_locations(cafile, capath, cadata)
+    version = options.get("ssl_min_version")
+    if version is not None:
+        context.minimum_version = (
+            ssl.TLSVersion[version] if isinstance(version, str) else ssl.TLSVersion(version)
+        )
+    if options.get("ssl_ciphers"):
+        context.set_ciphers(options["ssl_ciphers"])
+    return context
+
+
+def _checked_tls(options: Mapping[str, Any]) -> ssl.SSLContext:
+    """:func:`tls_context`, its errors (an unknown ``ssl_cert_reqs``, a certificate
+    file that cannot be read) as ``ValueError`` naming the option."""
+    try:
+        return tls_context(options)
+    except (KeyError, ValueError, OSError) as exc:  # ssl.SSLError is an OSError
+        given = ", ".join(f"{name}={options[name]}" for name in sorted(TLS_OPTIONS & set(options)))
+        raise ValueError(f"TLS options not usable ({given}): {exc}") from exc
+
+
 def address_from_url(url: str, timeout: float = 5.0) -> RedisAddress | None:
     """The address for :class:`PipelinedRedis` from a ``redis://``, ``rediss://`` or
-    ``unix://`` URL (redis-py's URL forms), or None when the URL has options that
-    client does not support (then reservations use redis-py in a worker thread)."""
+    ``unix://`` URL (redis-py's URL forms and its options, as :data:`TLS_OPTIONS`
+    and :data:`TUNING_OPTIONS` say), or None when the URL has options that client
+    does not support (:func:`unknown_options`; then reservations use redis-py in a
+    worker thread).  ``ValueError`` if a TLS option is malformed."""
     parts = urlsplit(url)
-    query = parse_qs(parts.query)
-    db = query.pop("db", [""])[0]
-    if query or parts.scheme not in ("redis", "rediss", "unix"):
+    query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+    if unknown_options(url) or parts.scheme not in ("redis", "rediss", "unix"):
         return None
+    db = query.get("db", "")
     if parts.scheme != "unix":
         db = db or parts.path.strip("/")
     try:
@@ -270,7 +389,7 @@ def address_from_url(url: str, timeout: float = 5.0) -> RedisAddress | None:
         host=parts.hostname or "localhost",
         port=port,
         path=parts.path if parts.scheme == "unix" else None,
-        tls=ssl.create_default_context() if parts.scheme == "rediss" else None,
+        tls=_checked_tls(query) if parts.scheme == "rediss" else None,
         # redis://user@host has a user name and no password: no login, as redis-py does.
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password is not None else None,

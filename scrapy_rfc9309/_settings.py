@@ -7,18 +7,19 @@ import json
 import logging
 import math
 import re
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.project import data_path
 
-from ._redis import address_from_url
+from ._redis import TLS_OPTIONS, address_from_url, unknown_options
 from .budget.policy import PolicyError
 from .robots import (
     DEFAULT_MAX_BYTES,
@@ -499,13 +500,37 @@ def scrapy_redis_url(settings: BaseSettings) -> str | None:
     if settings.get("REDIS_DB") not in (None, ""):
         params["db"] = settings.get("REDIS_DB")
     if params.get("url"):
-        return str(params["url"])
-    scheme = "rediss" if params.get("ssl") else "redis"
-    user = quote(str(params.get("username") or ""), safe="")
-    password = quote(str(params.get("password") or ""), safe="")
-    login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = params.get("host") or "localhost"
-    return f"{scheme}://{login}{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
+        url = str(params["url"])
+    else:
+        scheme = "rediss" if params.get("ssl") else "redis"
+        user = quote(str(params.get("username") or ""), safe="")
+        password = quote(str(params.get("password") or ""), safe="")
+        login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+        host = params.get("host") or "localhost"
+        url = f"{scheme}://{login}{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
+    # scrapy-redis hands REDIS_PARAMS to redis-py with the URL, over its options: its
+    # TLS options go in the URL's query, last (the last of an option's values wins).
+    tls = {
+        name: _query_value(value)
+        for name, value in params.items()
+        if name in TLS_OPTIONS and (value is not None or name == "ssl_cert_reqs")
+    }
+    if tls:
+        url += ("&" if urlsplit(url).query else "?") + urlencode(tls)
+    return url
+
+
+def _query_value(value: Any) -> str:
+    """A redis-py keyword argument's value as a URL query option."""
+    if value is None or value is ssl.CERT_NONE:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, ssl.VerifyMode):
+        return "optional" if value is ssl.CERT_OPTIONAL else "required"
+    if isinstance(value, ssl.TLSVersion):
+        return value.name
+    return str(value)
 
 
 def fleet_url(settings: BaseSettings) -> str | None:
@@ -514,14 +539,37 @@ def fleet_url(settings: BaseSettings) -> str | None:
     url = settings.get("FLEET_REDIS_URL")
     if url is None or fleet_off(url):
         return None
-    if not isinstance(url, str) or address_from_url(url) is None:
-        raise SettingError(
-            f"FLEET_REDIS_URL must be a redis://, rediss:// or unix:// URL without "
-            f"query options, not {url!r}"
+    if not isinstance(url, str):
+        raise SettingError(f"FLEET_REDIS_URL must be a Redis URL or False, not {url!r}")
+    try:
+        unusable = address_from_url(url) is None
+    except ValueError as exc:
+        raise _unusable_fleet_url(settings, url, str(exc)) from None
+    if unusable:
+        unknown = ", ".join(unknown_options(url))
+        raise _unusable_fleet_url(
+            settings,
+            url,
+            f"the fleet's client does not take its option(s) {unknown}"
+            if unknown
+            else "not a redis://, rediss:// or unix:// URL",
         )
     if not is_asyncio_available():
         raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
     return str(url)
+
+
+def _unusable_fleet_url(settings: BaseSettings, url: str, problem: str) -> SettingError:
+    """The error for a fleet URL the fleet's client cannot use, naming the settings
+    it came from: the user's ``FLEET_REDIS_URL``, or scrapy-redis's (the add-on's
+    default)."""
+    if settings.getpriority("FLEET_REDIS_URL") != SETTINGS_PRIORITIES["addon"]:
+        return SettingError(f"FLEET_REDIS_URL {redacted_url(url)}: {problem}")
+    return SettingError(
+        f"scrapy-redis's Redis {redacted_url(url)} (REDIS_URL, REDIS_PARAMS), which the "
+        f"add-on shares with the fleet: {problem}; set FLEET_REDIS_URL to a URL the fleet "
+        "can use, or FLEET_REDIS_URL = False to keep politeness per process"
+    )
 
 
 def redacted_url(url: str) -> str:

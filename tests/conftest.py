@@ -29,6 +29,18 @@ def redis_server():
 
 
 @pytest.fixture
+def tls_redis(tmp_path):
+    """A redis-server answering only TLS, its certificate self-signed for
+    ``localhost``: (port, certificate file)."""
+    from tests.budget.redis_server import start_tls_redis
+
+    process, port, cert = start_tls_redis(tmp_path)
+    yield port, cert
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
 def fleet_redis(redis_server):
     """The URL of an emptied database of the session's redis-server, for a fleet's
     crawls (queue, spacing, robots.txt, budgets)."""

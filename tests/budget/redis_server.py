@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.server import closed_port
 
@@ -81,3 +89,75 @@ class RedisServer:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(10)
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate (its own CA) for ``localhost`` and its key, written
+    in *directory*."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def start_tls_redis(directory: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """A redis-server answering only TLS on a free loopback port, with a self-signed
+    certificate for ``localhost`` written in *directory*: the process, its port and
+    the certificate file."""
+    cert, key = self_signed(directory)
+    port = closed_port()
+    process = subprocess.Popen(
+        [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            "0",
+            "--tls-port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--tls-cert-file",
+            str(cert),
+            "--tls-key-file",
+            str(key),
+            "--tls-ca-cert-file",
+            str(cert),
+            "--tls-auth-clients",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while True:  # listening yet?
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert process.poll() is None, "redis-server did not start with TLS"
+            assert time.monotonic() < deadline, "redis-server did not listen in 10 s"
+            time.sleep(0.05)
+    return process, port, cert

@@ -1,10 +1,11 @@
 """The Redis URL forms the pipelined client takes (redis-py's), and the fallback."""
 
 import logging
+import ssl
 
 import pytest
 
-from scrapy_rfc9309._redis import address_from_url
+from scrapy_rfc9309._redis import address_from_url, unknown_options
 from scrapy_rfc9309.budget.storage import RedisStorage
 
 
@@ -25,10 +26,54 @@ def test_url_forms(url, expected):
     assert (*got, address.db, address.tls is not None) == expected
 
 
+@pytest.mark.parametrize(
+    "query, verify, check_hostname",
+    [
+        ("", ssl.CERT_REQUIRED, True),
+        # Hosted Redis services with their own certificates ask for this one.
+        ("?ssl_cert_reqs=none", ssl.CERT_NONE, False),
+        ("?ssl_cert_reqs=optional&ssl_check_hostname=false", ssl.CERT_OPTIONAL, False),
+        ("?ssl_check_hostname=False", ssl.CERT_REQUIRED, False),
+        ("?ssl_check_hostname=true&ssl_min_version=TLSv1_3", ssl.CERT_REQUIRED, True),
+    ],
+)
+def test_rediss_urls_tls_options_are_applied_as_redis_py_applies_them(
+    query, verify, check_hostname
+):
+    tls = address_from_url("rediss://h:6380/0" + query).tls
+    assert tls.verify_mode == verify
+    if query:  # without ssl_check_hostname, redis-py's default (True from 6.0)
+        assert tls.check_hostname == check_hostname
+    if "TLSv1_3" in query:
+        assert tls.minimum_version == ssl.TLSVersion.TLSv1_3
+
+
+def test_redis_pys_options_for_its_own_sockets_and_pool_change_nothing_here():
+    url = (
+        "redis://h/2?socket_timeout=5&socket_keepalive=true&health_check_interval=10&client_name=a"
+    )
+    address = address_from_url(url)
+    assert (address.host, address.db, address.tls) == ("h", 2, None)
+    assert unknown_options(url + "&readonly=true&ssl_validate_ocsp=true") == [
+        "readonly",
+        "ssl_validate_ocsp",
+    ]
+
+
+@pytest.mark.parametrize(
+    "query, error",
+    [("?ssl_cert_reqs=sometimes", "sometimes"), ("?ssl_ca_certs=/no/such.pem", "No such file")],
+)
+def test_a_malformed_tls_option_is_a_value_error_naming_it(query, error):
+    with pytest.raises(ValueError, match=error) as raised:
+        address_from_url("rediss://h" + query)
+    assert query.split("=")[0].strip("?") in str(raised.value)
+
+
 def test_options_it_does_not_handle_fall_back_to_redis_py_with_a_warning(redis_server, caplog):
-    url = redis_server.url + "?health_check_interval=10"
+    url = redis_server.url + "?ssl_validate_ocsp=true"
     with caplog.at_level(logging.WARNING):
         store = RedisStorage(url)
     assert store._pipe is None
-    assert "worker thread" in caplog.text and "health_check_interval=10" in caplog.text
+    assert "worker thread" in caplog.text and "ssl_validate_ocsp=true" in caplog.text
     store.close()

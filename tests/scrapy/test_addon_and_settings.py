@@ -170,6 +170,18 @@ async def test_robots_bodies_are_never_decoded_whole_or_the_crawl_does_not_start
             {"REDIS_PARAMS": {"url": "unix:///tmp/r.sock"}, "REDIS_HOST": "ignored"},
             "unix:///tmp/r.sock",
         ),
+        # scrapy-redis gives REDIS_PARAMS to redis-py with the URL: its TLS options too.
+        (
+            {"REDIS_HOST": "r", "REDIS_PARAMS": {"ssl": True, "ssl_cert_reqs": None}},
+            "rediss://r:6379/0?ssl_cert_reqs=none",
+        ),
+        (
+            {
+                "REDIS_URL": "rediss://r/1?ssl_cert_reqs=required",
+                "REDIS_PARAMS": {"ssl_ca_certs": "/ca.pem", "ssl_check_hostname": False},
+            },
+            "rediss://r/1?ssl_cert_reqs=required&ssl_ca_certs=%2Fca.pem&ssl_check_hostname=false",
+        ),
     ],
 )
 def test_the_fleet_redis_is_scrapy_redis_own_as_scrapy_redis_reads_its_settings(values, url):
@@ -207,3 +219,24 @@ def test_the_addon_shares_politeness_through_scrapy_redis_unless_told_not_to():
 
     for off in (False, "False", "0", ""):  # -s FLEET_REDIS_URL=False gives a string
         assert fleet_url(Settings({"FLEET_REDIS_URL": off})) is None
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "message"),
+    [
+        ("rediss://u:secret@r/1?readonly=true", "does not take its option\\(s\\) readonly"),
+        ("rediss://u:secret@r/1?ssl_cert_reqs=sometimes", "ssl_cert_reqs must be one of"),
+    ],
+)
+def test_a_scrapy_redis_url_the_fleet_cannot_use_is_named_as_scrapy_redis_s(redis_url, message):
+    """The add-on shares scrapy-redis's Redis with the fleet: a URL the fleet's
+    client cannot use stops the crawl naming scrapy-redis's settings and the way
+    out, not a FLEET_REDIS_URL the user never set, and without the password."""
+    from scrapy.utils.test import get_crawler
+
+    scrapy_redis = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler", "REDIS_URL": redis_url}
+    with pytest.raises(SettingError, match=message) as raised:
+        get_crawler(settings_dict={"ADDONS": {"scrapy_rfc9309.Addon": 500}, **scrapy_redis})
+    said = str(raised.value)
+    assert "scrapy-redis's Redis rediss://r/1 (REDIS_URL, REDIS_PARAMS)" in said
+    assert "FLEET_REDIS_URL = False" in said and "secret" not in said

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import uuid
 from collections import deque
 from collections.abc import Coroutine
@@ -64,7 +63,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
-from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError
+from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, tls_context
 from ..._settings import LEASE_MARGIN, data_file, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
@@ -126,6 +125,11 @@ SAVED_DIRECTORY = "rfc9309-shared-queue"
 RETRY = 1.0
 
 
+#: redis-py's TLS options this package's client does not apply (OCSP checks, verify
+#: flags): with any of them, the queue's calls all go through redis-py.
+UNMIRRORED_TLS = ("ssl_validate_ocsp", "ssl_ocsp_", "ssl_include_verify", "ssl_exclude_verify")
+
+
 def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
@@ -136,17 +140,21 @@ def _loop_running() -> bool:
 
 def _async_client(server: Any, timeout: float = 5.0) -> PipelinedRedis | None:
     """A pipelined asynchronous client to the Redis redis-py's *server* talks to, if
-    it connects the way this package's client can (TCP, Unix socket, TLS with the
-    default certificate checks); a reply later than *timeout* seconds fails."""
+    it connects the way this package's client can (TCP, Unix socket, TLS with
+    redis-py's options but its OCSP and verify-flag ones); a reply later than
+    *timeout* seconds fails."""
     import redis
 
     pool = server.connection_pool
     kwargs, kind = pool.connection_kwargs, pool.connection_class
     tls = None
     if kind is redis.SSLConnection:
-        if any(kwargs.get(name) for name in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")):
+        if any(kwargs.get(name) for name in kwargs if name.startswith(UNMIRRORED_TLS)):
             return None
-        tls = ssl.create_default_context()
+        try:
+            tls = tls_context(kwargs)
+        except (KeyError, ValueError, OSError):  # redis-py says why, when it connects
+            return None
     elif kind not in (redis.Connection, redis.UnixDomainSocketConnection):
         return None
     return PipelinedRedis(
@@ -468,6 +476,12 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._calls.add(future)
         future.add_done_callback(self._background_done)
 
+    async def flush(self) -> None:
+        """Wait until what this process sent Redis in the background (pushes, the ends
+        of requests) is answered."""
+        if self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
+
     def _background_done(self, future: asyncio.Future[None]) -> None:
         self._calls.discard(future)
         if not future.cancelled() and future.exception() is not None:
@@ -647,8 +661,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             if task is not None:
                 task.cancel()
         self._share_kept()  # one last try for the requests kept while Redis was away
-        if self._calls:
-            await asyncio.gather(*self._calls, return_exceptions=True)
+        await self.flush()
         if self._kept:
             await self._save_kept()
             if self._client is not None:
