@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
+from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
 from ._redis import TLS_OPTIONS, address_from_url, unknown_options
@@ -518,6 +519,24 @@ def scrapy_redis_url(settings: BaseSettings) -> str | None:
     if tls:
         url += ("&" if urlsplit(url).query else "?") + urlencode(tls)
     return url
+
+
+def scrapy_redis_other_client(settings: BaseSettings) -> str | None:
+    """The class named by scrapy-redis's ``REDIS_PARAMS['redis_cls']`` when it is not
+    redis-py's client of one server (``redis.Redis`` or a subclass), a Redis Cluster
+    client say; else None."""
+    named = settings.getdict("REDIS_PARAMS").get("redis_cls")
+    if named is None:
+        return None
+    try:
+        import redis
+
+        cls = load_object(named) if isinstance(named, str) else named
+        if isinstance(cls, type) and issubclass(cls, redis.Redis):
+            return None
+    except (ImportError, ValueError, NameError, AttributeError):
+        pass
+    return named if isinstance(named, str) else f"{named.__module__}.{named.__qualname__}"
 
 
 def _query_value(value: Any) -> str:

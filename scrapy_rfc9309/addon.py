@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
 from ._settings import (
+    SettingError,
     deliberate,
     flag,
     fleet_off,
     mistakes,
     redacted_url,
     report_configuration_errors_in_one_line,
+    scrapy_redis_other_client,
     scrapy_redis_url,
     source,
 )
@@ -112,9 +114,18 @@ class Addon:
                 "fleet is polite alone (spacing, holds and robots.txt not shared)"
             )
             return
+        # The fleet's scripts and the shared queue's run on one Redis server.
+        other_client = scrapy_redis_other_client(settings)
         if fleet is None:
+            if other_client is not None:
+                raise SettingError(
+                    f"scrapy_rfc9309: scrapy-redis's REDIS_PARAMS['redis_cls'] is "
+                    f"{other_client}, not redis-py's client of one server: the fleet shares "
+                    "politeness through one Redis server; set FLEET_REDIS_URL to one, or "
+                    "FLEET_REDIS_URL = False to keep politeness per process"
+                )
             settings.set("FLEET_REDIS_URL", shared, priority="addon")
-        if flag(settings, "CRAWLDELAY_ENABLED"):
+        if flag(settings, "CRAWLDELAY_ENABLED") and other_client is None:
             settings.set("SCHEDULER_QUEUE_CLASS", HOST_READY_REDIS_QUEUE, priority="addon")
         logger.info(
             "scrapy_rfc9309: scrapy-redis's scheduler: spacing, holds and robots.txt are "

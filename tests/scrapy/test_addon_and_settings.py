@@ -240,3 +240,36 @@ def test_a_scrapy_redis_url_the_fleet_cannot_use_is_named_as_scrapy_redis_s(redi
     said = str(raised.value)
     assert "scrapy-redis's Redis rediss://r/1 (REDIS_URL, REDIS_PARAMS)" in said
     assert "FLEET_REDIS_URL = False" in said and "secret" not in said
+
+
+def test_a_scrapy_redis_cluster_client_is_named_and_the_fleet_left_to_the_user():
+    """scrapy-redis may use a Redis Cluster client (``REDIS_PARAMS['redis_cls']``);
+    the fleet's scripts and the shared queue's run on one server: the add-on says so
+    at start-up rather than share politeness through a cluster node, and with
+    ``FLEET_REDIS_URL`` named keeps scrapy-redis's queue."""
+    from scrapy.utils.test import get_crawler
+
+    cluster = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "REDIS_PARAMS": {"redis_cls": "redis.cluster.RedisCluster"},
+    }
+    with pytest.raises(SettingError, match=r"redis_cls'\] is redis.cluster.RedisCluster.*"):
+        get_crawler(settings_dict=cluster)
+    settings = get_crawler(settings_dict={**cluster, "FLEET_REDIS_URL": "redis://one/0"}).settings
+    assert settings["FLEET_REDIS_URL"] == "redis://one/0"
+    assert settings.get("SCHEDULER_QUEUE_CLASS") is None  # scrapy-redis's own
+    # redis-py's client of one server, named or a subclass, is the usual case.
+    plain = {**cluster, "REDIS_PARAMS": {"redis_cls": "redis.StrictRedis"}}
+    settings = get_crawler(settings_dict=plain).settings
+    assert settings["SCHEDULER_QUEUE_CLASS"] == "scrapy_rfc9309.redisqueue.HostReadyRedisQueue"
+    # Named by hand with a client of another kind, the queue says why it cannot run.
+    from redis.cluster import RedisCluster
+    from scrapy import Spider
+
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    crawler = get_crawler()
+    spider = Spider.from_crawler(crawler, "queue")
+    with pytest.raises(SettingError, match=r"one Redis server.*redis\.cluster\.RedisCluster"):
+        HostReadyRedisQueue(RedisCluster.__new__(RedisCluster), spider, "queue")

@@ -64,7 +64,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
 from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, tls_context
-from ..._settings import LEASE_MARGIN, data_file, fleet_url, scrapy_redis_url
+from ..._settings import LEASE_MARGIN, SettingError, data_file, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
 from ...fleet.script import SOURCE, ledger_call
@@ -176,6 +176,14 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     ready times."""
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
+        import redis
+
+        if not isinstance(server, redis.Redis):
+            raise SettingError(
+                "HostReadyRedisQueue runs its scripts on one Redis server: it needs "
+                "redis-py's client of one (scrapy-redis's default), not "
+                f"{type(server).__module__}.{type(server).__qualname__} (REDIS_PARAMS['redis_cls'])"
+            )
         super().__init__(server, spider, key, serializer)
         self.crawler = spider.crawler
         self.politeness = politeness(self.crawler)
