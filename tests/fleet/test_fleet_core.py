@@ -622,3 +622,21 @@ async def test_a_tls_redis_is_reached_with_redis_pys_tls_options(tls_redis, host
     await on_loop(told(queue))
     assert Counting.calls == 1  # the pop; the end went without blocking
     await on_loop(queue.close())
+
+
+@pytest_twisted.ensureDeferred
+async def test_clearing_the_shared_queue_leaves_no_key_of_it(url):
+    """scrapy-redis's ``SCHEDULER_FLUSH_ON_START`` clears the queue (its ``clear``):
+    no key of the shared queue is left, whatever its units, owners, wake lists and
+    taken requests."""
+    first, second = shared_queue(url, "flush"), shared_queue(url, "flush")
+    for host in ("a.example", "b.example", "c.example", "d.example"):
+        push_for(first, host)
+    await on_loop(told(first))
+    assert first.pop() is not None or second.pop() is not None
+    server = redis.Redis.from_url(url)
+    assert len(server.keys("flush:*")) > 5
+    first.clear()
+    assert server.keys("flush:*") == []
+    await on_loop(first.close())
+    await on_loop(second.close())
