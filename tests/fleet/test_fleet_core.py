@@ -640,3 +640,15 @@ async def test_clearing_the_shared_queue_leaves_no_key_of_it(url):
     assert server.keys("flush:*") == []
     await on_loop(first.close())
     await on_loop(second.close())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_pop_does_not_wait_scrapy_redis_idle_before_close(url):
+    """scrapy-redis passes ``SCHEDULER_IDLE_BEFORE_CLOSE`` to a pop as a timeout
+    (its queues block on Redis that long): the shared queue's pop does not wait it,
+    on the reactor thread."""
+    queue = shared_queue(url, "idle")
+    started = time.monotonic()
+    assert queue.pop(timeout=5) is None
+    assert time.monotonic() - started < 4  # a round trip, not the 5 s
+    await on_loop(queue.close())

@@ -546,6 +546,10 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             logger.warning("%s (said once)", message)
 
     def pop(self, timeout: int = 0) -> Request | None:
+        """The next request for this process, or None.  *timeout* (scrapy-redis's
+        ``SCHEDULER_IDLE_BEFORE_CLOSE``) is not waited: a pop never blocks the
+        reactor longer than one round trip; a process is woken when a request is
+        ready for it."""
         if self._dropped:
             return self._dropped.popleft()
         self._start_listening()
