@@ -363,7 +363,10 @@ def _checked_tls(options: Mapping[str, Any]) -> ssl.SSLContext:
     try:
         return tls_context(options)
     except (KeyError, ValueError, OSError) as exc:  # ssl.SSLError is an OSError
-        given = ", ".join(f"{name}={options[name]}" for name in sorted(TLS_OPTIONS & set(options)))
+        given = ", ".join(
+            f"{name}={'***' if name == 'ssl_password' else options[name]}"
+            for name in sorted(TLS_OPTIONS & set(options))
+        )
         raise ValueError(f"TLS options not usable ({given}): {exc}") from exc
 
 
