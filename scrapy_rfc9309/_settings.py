@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -509,12 +509,15 @@ def scrapy_redis_url(settings: BaseSettings) -> str | None:
         login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
         host = params.get("host") or "localhost"
         url = f"{scheme}://{login}{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
-    # scrapy-redis hands REDIS_PARAMS to redis-py with the URL, over its options: its
-    # TLS options go in the URL's query, last (the last of an option's values wins).
+    # scrapy-redis hands REDIS_PARAMS to redis-py with the URL, whose own options win:
+    # the others of its TLS options go in the URL's query.
+    given = parse_qs(urlsplit(url).query)
     tls = {
         name: _query_value(value)
         for name, value in params.items()
-        if name in TLS_OPTIONS and (value is not None or name == "ssl_cert_reqs")
+        if name in TLS_OPTIONS
+        and name not in given
+        and (value is not None or name == "ssl_cert_reqs")
     }
     if tls:
         url += ("&" if urlsplit(url).query else "?") + urlencode(tls)

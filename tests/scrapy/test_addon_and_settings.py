@@ -170,7 +170,8 @@ async def test_robots_bodies_are_never_decoded_whole_or_the_crawl_does_not_start
             {"REDIS_PARAMS": {"url": "unix:///tmp/r.sock"}, "REDIS_HOST": "ignored"},
             "unix:///tmp/r.sock",
         ),
-        # scrapy-redis gives REDIS_PARAMS to redis-py with the URL: its TLS options too.
+        # scrapy-redis gives REDIS_PARAMS to redis-py with the URL: its TLS options
+        # too, those the URL names excepted (redis-py takes the URL's).
         (
             {"REDIS_HOST": "r", "REDIS_PARAMS": {"ssl": True, "ssl_cert_reqs": None}},
             "rediss://r:6379/0?ssl_cert_reqs=none",
@@ -178,7 +179,11 @@ async def test_robots_bodies_are_never_decoded_whole_or_the_crawl_does_not_start
         (
             {
                 "REDIS_URL": "rediss://r/1?ssl_cert_reqs=required",
-                "REDIS_PARAMS": {"ssl_ca_certs": "/ca.pem", "ssl_check_hostname": False},
+                "REDIS_PARAMS": {
+                    "ssl_ca_certs": "/ca.pem",
+                    "ssl_check_hostname": False,
+                    "ssl_cert_reqs": None,
+                },
             },
             "rediss://r/1?ssl_cert_reqs=required&ssl_ca_certs=%2Fca.pem&ssl_check_hostname=false",
         ),
