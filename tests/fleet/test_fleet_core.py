@@ -652,3 +652,45 @@ async def test_a_pop_does_not_wait_scrapy_redis_idle_before_close(url):
     assert queue.pop(timeout=5) is None
     assert time.monotonic() - started < 4  # a round trip, not the 5 s
     await on_loop(queue.close())
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_an_asynchronous_connection_the_shared_queue_blocks_and_loses_nothing(url):
+    """A redis-py connection the package's asynchronous client does not mirror (here
+    a connection class of the project's own): the queue's pushes are blocking calls,
+    and each request's end is told with the next pop, so a floored unit's next
+    request still comes once the one before it ended."""
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+    from scrapy_redis import picklecompat
+
+    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
+    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+
+    class OwnConnection(redis.Connection):
+        pass
+
+    crawler = get_crawler()
+    crawler.spider = Spider.from_crawler(crawler, "queue")
+    pool = redis.ConnectionPool.from_url(url, connection_class=OwnConnection)
+    queue = HostReadyRedisQueue(
+        Counting(connection_pool=pool), crawler.spider, "blocking", picklecompat
+    )
+    polite = politeness(crawler)
+    polite.tracking = True
+    polite.limit_by(Floor(0.001))
+    Counting.calls = 0
+    for n in range(2):
+        queue.push(Request(f"http://a.example/{n}", meta={"download_slot": "a.example"}))
+    assert Counting.calls == 2  # each push, blocking
+    first = queue.pop()
+    assert first is not None
+    assert queue.pop() is None  # the unit is held until the first one ends
+    polite.finished(first, reached=True)
+    assert Counting.calls == 4  # its end waits for the next pop
+    await on_loop(asyncio.sleep(0.01))  # the 1 ms floor passed
+    second = queue.pop()
+    assert second is not None and second.url != first.url
+    assert Counting.calls == 5
+    await on_loop(queue.close())
+    queue.clear()
