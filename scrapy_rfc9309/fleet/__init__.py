@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from .._redis import PipelinedRedis, address_from_url
+from .._redis import PipelinedRedis, address_from_url, unknown_options
 
 
 class FleetRedisError(Exception):
@@ -26,8 +26,10 @@ def authority_key(prefix: str, authority: str) -> str:
 
 def fleet_client(url: str, timeout: float) -> PipelinedRedis:
     """A pipelined client for the fleet's Redis at *url*; ``ValueError`` if the URL is
-    not one it can use (``redis://``, ``rediss://``, ``unix://``, no query options)."""
+    not one it can use (``redis://``, ``rediss://``, ``unix://``; see
+    :func:`scrapy_rfc9309._redis.address_from_url` for its options)."""
     address = address_from_url(url, timeout)
     if address is None:
-        raise ValueError(f"unsupported Redis URL for the fleet: {url!r}")
+        what = ", ".join(unknown_options(url)) or f"scheme {urlsplit(url).scheme!r}"
+        raise ValueError(f"unsupported Redis URL for the fleet ({what})")
     return PipelinedRedis(address)

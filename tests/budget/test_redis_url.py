@@ -78,3 +78,13 @@ def test_options_it_does_not_handle_fall_back_to_redis_py_with_a_warning(redis_s
     assert store._pipe is None
     assert "worker thread" in caplog.text and "ssl_validate_ocsp=true" in caplog.text
     store.close()
+
+
+def test_the_fleet_client_names_what_it_cannot_use_without_the_password():
+    from scrapy_rfc9309.fleet import fleet_client
+
+    with pytest.raises(ValueError, match="readonly") as raised:
+        fleet_client("redis://u:s3cret@h/0?readonly=true", 1.0)
+    assert "s3cret" not in str(raised.value)
+    with pytest.raises(ValueError, match="scheme 'http'"):
+        fleet_client("http://h/0", 1.0)
