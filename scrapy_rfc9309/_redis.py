@@ -292,6 +292,13 @@ _VERIFY_MODES = {
 }
 
 
+def redacted_url(url: str) -> str:
+    """A Redis URL without its user, password and options: scheme, host and port (or
+    socket path), database."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
 def unknown_options(url: str) -> list[str]:
     """The options of Redis URL *url* this client cannot honour (besides ``db``)."""
     known = TUNING_OPTIONS | TLS_OPTIONS | {"db"}

@@ -20,7 +20,7 @@ from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from ._redis import TLS_OPTIONS, address_from_url, unknown_options
+from ._redis import TLS_OPTIONS, address_from_url, redacted_url, unknown_options
 from .budget.policy import PolicyError
 from .robots import (
     DEFAULT_MAX_BYTES,
@@ -592,13 +592,6 @@ def _unusable_fleet_url(settings: BaseSettings, url: str, problem: str) -> Setti
         f"add-on shares with the fleet: {problem}; set FLEET_REDIS_URL to a URL the fleet "
         "can use, or FLEET_REDIS_URL = False to keep politeness per process"
     )
-
-
-def redacted_url(url: str) -> str:
-    """A Redis URL without its user and password: scheme, host and port (or socket
-    path), database."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 #: Every setting of the package (and Scrapy's robots.txt settings it reads).

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
 
+from ._redis import redacted_url
 from ._settings import (
     SettingError,
     deliberate,
     flag,
     fleet_off,
     mistakes,
-    redacted_url,
     report_configuration_errors_in_one_line,
     scrapy_redis_other_client,
     scrapy_redis_url,

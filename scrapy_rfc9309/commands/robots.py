@@ -29,11 +29,11 @@ from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from .._redis import redacted_url
 from .._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
     SettingError,
-    redacted_url,
     with_defaults,
 )
 from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_now

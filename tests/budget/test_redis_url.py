@@ -88,3 +88,11 @@ def test_the_fleet_client_names_what_it_cannot_use_without_the_password():
     assert "s3cret" not in str(raised.value)
     with pytest.raises(ValueError, match="scheme 'http'"):
         fleet_client("http://h/0", 1.0)
+
+
+def test_a_bad_budget_redis_url_is_named_without_its_password():
+    from scrapy_rfc9309.budget.storage import StorageError
+
+    with pytest.raises(StorageError, match="bad URL redis://h:notaport/0") as raised:
+        RedisStorage("redis://u:s3cret@h:notaport/0")
+    assert "s3cret" not in str(raised.value)

@@ -7,7 +7,13 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..._redis import PipelinedRedis, RedisConnectionError, RedisReplyError, address_from_url
+from ..._redis import (
+    PipelinedRedis,
+    RedisConnectionError,
+    RedisReplyError,
+    address_from_url,
+    redacted_url,
+)
 from ._base import BudgetStorage, Reservation, StorageError, Usage
 
 logger = logging.getLogger(__name__)
@@ -79,7 +85,7 @@ class RedisStorage(BudgetStorage):
                 url, socket_timeout=timeout, socket_connect_timeout=timeout
             )
         except ValueError as exc:
-            raise StorageError(f"Redis budget storage: bad URL {url!r}: {exc}") from exc
+            raise StorageError(f"Redis budget storage: bad URL {redacted_url(url)}: {exc}") from exc
         self._scripts = {
             source: self.client.register_script(source)
             for source in (self._RESERVE, self._COUNT_REQUEST, self._RELEASE)

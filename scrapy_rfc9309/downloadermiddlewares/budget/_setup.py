@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from scrapy.utils.conf import closest_scrapy_cfg
 from scrapy.utils.misc import load_object
 
+from ..._redis import redacted_url
 from ..._settings import (
     BUDGET_DEFAULTS,
     SettingError,
     choice,
     data_file,
-    redacted_url,
     with_defaults,
 )
 from ...budget.policy import BudgetPolicy, PolicyError, zone

@@ -27,13 +27,13 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
+from ..._redis import redacted_url
 from ..._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
     flag,
     fleet_url,
     number,
-    redacted_url,
     report_configuration_errors_in_one_line,
     token_mistakes,
     use_mistakes,

@@ -29,10 +29,10 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call, is_asy
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 
+from ..._redis import redacted_url
 from ..._settings import (
     CrawlDelaySettings,
     SettingError,
-    redacted_url,
     report_configuration_errors_in_one_line,
 )
 from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token, offers
