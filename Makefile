@@ -26,8 +26,8 @@ demo: $(VENV)/.installed
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a few tests
 # at a time, in the suite's order (tests/conftest.py: the longest first).  Twelve
 # workers on two cores: many tests wait on a site or a crawl's idle close, not on
-# the CPU (crawler processes are forked, tests/processes.py; 91-135 s with 12
-# workers and 162-224 s of CPU, against 112-120 s with 8 in the same sittings); the
+# the CPU (crawler processes are forked, tests/processes.py; 91-145 s with 12
+# workers and 162-242 s of CPU, against 112-120 s with 8 in the same sittings); the
 # quick loop's tests use the CPU throughout, and run best with 4 (15-18 s; 20 s
 # with 6).
 XDIST := -n 12 --dist loadgroup
