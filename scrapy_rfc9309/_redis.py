@@ -260,14 +260,18 @@ TUNING_OPTIONS = frozenset(
         "socket_timeout",
         "socket_connect_timeout",
         "socket_keepalive",
+        "socket_read_size",
         "health_check_interval",
         "retry_on_timeout",
+        "retry_on_error",
         "max_connections",
+        "timeout",
         "client_name",
         "protocol",
         "encoding",
         "encoding_errors",
         "decode_responses",
+        "legacy_responses",
     }
 )
 #: redis-py's TLS options this client applies as redis-py does (:func:`tls_context`).

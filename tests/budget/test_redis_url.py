@@ -53,6 +53,13 @@ def test_redis_pys_options_for_its_own_sockets_and_pool_change_nothing_here():
         "redis://h/2?socket_timeout=5&socket_keepalive=true&health_check_interval=10&client_name=a"
     )
     address = address_from_url(url)
+    # Every option the installed redis-py parses from a URL is applied here or one of
+    # these, but the verify-flag TLS ones (redis-py 8).
+    import redis.connection
+
+    every = "&".join(f"{name}=1" for name in redis.connection.URL_QUERY_ARGUMENT_PARSERS)
+    unmirrored = {"ssl_include_verify_flags", "ssl_exclude_verify_flags"}
+    assert set(unknown_options(f"redis://h/0?{every}")) <= unmirrored
     assert (address.host, address.db, address.tls) == ("h", 2, None)
     assert unknown_options(url + "&readonly=true&ssl_validate_ocsp=true") == [
         "readonly",
