@@ -167,19 +167,11 @@ async def test_the_shared_queue_blocks_for_a_pop_a_request_and_for_nothing_else(
     """Each synchronous call of the queue blocks the reactor for a round trip: a
     request costs its pop; its push and its end are sent through the pipelined
     asynchronous connection (the end, without an event loop, with the next pop)."""
-    from scrapy import Request, Spider
-    from scrapy.utils.test import get_crawler
-    from scrapy_redis import picklecompat
+    from scrapy import Request
 
-    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
-    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
-
-    crawler = get_crawler()
-    crawler.spider = Spider.from_crawler(crawler, "queue")
-    server = Counting.from_url(url)
-    queue = HostReadyRedisQueue(server, crawler.spider, "calls", picklecompat)
+    queue = shared_queue(url, "calls", Counting.from_url(url))
     queue.clear()
-    polite = politeness(crawler)
+    polite = queue.politeness
     polite.tracking = True  # as the gate does: it sees every end
     polite.limit_by(Floor(0.001))  # every end is told: the unit is ready 1 ms later
 
@@ -353,8 +345,9 @@ async def test_the_live_view_counts_the_requests_in_the_fleets_queue(url, caplog
     assert "2 requests in the fleet's queue" in caplog.text
 
 
-def shared_queue(url, key):
-    """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet."""
+def shared_queue(url, key, server=None):
+    """A ``HostReadyRedisQueue`` of a crawler of its own, as one process of a fleet
+    (on *server*, a redis-py client, else one for *url*)."""
     from scrapy import Spider
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
@@ -363,7 +356,8 @@ def shared_queue(url, key):
 
     crawler = get_crawler()
     crawler.spider = Spider.from_crawler(crawler, "queue")
-    return HostReadyRedisQueue(redis.Redis.from_url(url), crawler.spider, key, picklecompat)
+    server = server or redis.Redis.from_url(url)
+    return HostReadyRedisQueue(server, crawler.spider, key, picklecompat)
 
 
 async def told(queue):
@@ -590,13 +584,6 @@ async def test_a_tls_redis_is_reached_with_redis_pys_tls_options(tls_redis, host
     """rediss:// with redis-py's TLS options: the fleet's spacing reaches the server,
     and the shared queue sends its pushes and ends without blocking, as over plain
     TCP (a pop is its one blocking call)."""
-    from scrapy import Spider
-    from scrapy.utils.test import get_crawler
-    from scrapy_redis import picklecompat
-
-    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
-    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
-
     port, cert = tls_redis
     url = f"rediss://{host}:{port}/0?{options.format(cert=cert)}"
     spacing = FleetSpacing(url, timeout=5)
@@ -608,17 +595,15 @@ async def test_a_tls_redis_is_reached_with_redis_pys_tls_options(tls_redis, host
             spacing.close()
 
     assert await on_loop(acquire()) == 0
-    crawler = get_crawler()
-    crawler.spider = Spider.from_crawler(crawler, "queue")
-    queue = HostReadyRedisQueue(Counting.from_url(url), crawler.spider, "tls", picklecompat)
-    politeness(crawler).tracking = True
+    queue = shared_queue(url, "tls", Counting.from_url(url))
+    queue.politeness.tracking = True
     Counting.calls = 0
     push_for(queue, "a.example")
     await on_loop(told(queue))
     assert Counting.calls == 0  # pushed through the asynchronous connection
     request = queue.pop()
     assert request is not None and request.url == "http://a.example/"
-    politeness(crawler).finished(request, reached=True)
+    queue.politeness.finished(request, reached=True)
     await on_loop(told(queue))
     assert Counting.calls == 1  # the pop; the end went without blocking
     await on_loop(queue.close())
@@ -660,23 +645,14 @@ async def test_without_an_asynchronous_connection_the_shared_queue_blocks_and_lo
     a connection class of the project's own): the queue's pushes are blocking calls,
     and each request's end is told with the next pop, so a floored unit's next
     request still comes once the one before it ended."""
-    from scrapy import Request, Spider
-    from scrapy.utils.test import get_crawler
-    from scrapy_redis import picklecompat
-
-    from scrapy_rfc9309.extensions.crawldelay._politeness import politeness
-    from scrapy_rfc9309.redisqueue import HostReadyRedisQueue
+    from scrapy import Request
 
     class OwnConnection(redis.Connection):
         pass
 
-    crawler = get_crawler()
-    crawler.spider = Spider.from_crawler(crawler, "queue")
     pool = redis.ConnectionPool.from_url(url, connection_class=OwnConnection)
-    queue = HostReadyRedisQueue(
-        Counting(connection_pool=pool), crawler.spider, "blocking", picklecompat
-    )
-    polite = politeness(crawler)
+    queue = shared_queue(url, "blocking", Counting(connection_pool=pool))
+    polite = queue.politeness
     polite.tracking = True
     polite.limit_by(Floor(0.001))
     Counting.calls = 0
