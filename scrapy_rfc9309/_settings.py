@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -491,7 +491,9 @@ def scrapy_redis_url(settings: BaseSettings) -> str | None:
     """The Redis scrapy-redis's scheduler uses, as a URL, when ``SCHEDULER`` is
     scrapy-redis's: ``REDIS_URL``, else ``REDIS_HOST`` / ``REDIS_PORT`` /
     ``REDIS_DB`` and ``REDIS_PARAMS``, read as scrapy-redis reads them (the named
-    settings win over ``REDIS_PARAMS``; ``localhost:6379`` by default)."""
+    settings win over ``REDIS_PARAMS``; ``localhost:6379`` by default), with the
+    login, database and TLS options of ``REDIS_PARAMS`` that the URL does not name
+    (redis-py takes those of the URL over its keyword arguments)."""
     if "scrapy_redis" not in str(settings.get("SCHEDULER") or ""):
         return None
     params = dict(settings.getdict("REDIS_PARAMS"))
@@ -504,23 +506,29 @@ def scrapy_redis_url(settings: BaseSettings) -> str | None:
         url = str(params["url"])
     else:
         scheme = "rediss" if params.get("ssl") else "redis"
-        user = quote(str(params.get("username") or ""), safe="")
-        password = quote(str(params.get("password") or ""), safe="")
-        login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
         host = params.get("host") or "localhost"
-        url = f"{scheme}://{login}{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
-    # scrapy-redis hands REDIS_PARAMS to redis-py with the URL, whose own options win:
-    # the others of its TLS options go in the URL's query.
-    given = parse_qs(urlsplit(url).query)
-    tls = {
+        url = f"{scheme}://{host}:{params.get('port') or 6379}/{params.get('db') or 0}"
+    # scrapy-redis hands REDIS_PARAMS to redis-py with the URL, whose own parts win:
+    # the login, database and TLS options the URL does not name come from them.
+    parts = urlsplit(url)
+    user = quote(str(params.get("username") or ""), safe="")
+    password = quote(str(params.get("password") or ""), safe="")
+    if "@" not in parts.netloc and (user or password):
+        login = f"{user}:{password}@" if password else f"{user}@"
+        url = urlunsplit(parts._replace(netloc=login + parts.netloc))
+    given = parse_qs(parts.query)
+    options = {
         name: _query_value(value)
         for name, value in params.items()
         if name in TLS_OPTIONS
         and name not in given
         and (value is not None or name == "ssl_cert_reqs")
     }
-    if tls:
-        url += ("&" if urlsplit(url).query else "?") + urlencode(tls)
+    path_db = parts.scheme != "unix" and parts.path.strip("/")
+    if params.get("db") not in (None, "") and "db" not in given and not path_db:
+        options["db"] = str(params["db"])
+    if options:
+        url += ("&" if parts.query else "?") + urlencode(options)
     return url
 
 

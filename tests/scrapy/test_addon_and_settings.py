@@ -197,6 +197,43 @@ def test_the_fleet_redis_is_scrapy_redis_own_as_scrapy_redis_reads_its_settings(
     assert scrapy_redis_url(Settings(values)) is None  # not scrapy-redis's scheduler
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        # A password kept out of the URL, the database set apart: as many projects do.
+        {"REDIS_URL": "redis://r:6380", "REDIS_PARAMS": {"password": "p@ss", "username": "u"}},
+        {"REDIS_URL": "redis://r:6380", "REDIS_PARAMS": {"password": "p"}, "REDIS_DB": 3},
+        # The URL's own login and database win.
+        {"REDIS_URL": "redis://:own@r/1", "REDIS_PARAMS": {"password": "other"}, "REDIS_DB": 3},
+        {"REDIS_HOST": "r", "REDIS_PORT": 7000, "REDIS_PARAMS": {"password": "p", "db": 2}},
+        {"REDIS_URL": "unix:///tmp/r.sock", "REDIS_PARAMS": {"password": "p"}, "REDIS_DB": 4},
+    ],
+)
+@pytest.mark.filterwarnings("ignore:.*retry_on_timeout:DeprecationWarning")  # scrapy-redis's
+def test_the_fleet_logs_in_to_the_redis_and_database_scrapy_redis_uses(values):
+    """scrapy-redis's own client (``get_redis_from_settings``) and the fleet's, from
+    the same settings: one server, one login, one database."""
+    from scrapy_redis.connection import get_redis_from_settings
+
+    from scrapy_rfc9309._redis import address_from_url
+    from scrapy_rfc9309._settings import scrapy_redis_url
+
+    settings = Settings({"SCHEDULER": "scrapy_redis.scheduler.Scheduler", **values})
+    theirs = get_redis_from_settings(settings).connection_pool.connection_kwargs
+    ours = address_from_url(scrapy_redis_url(settings))
+    where = (ours.path,) if ours.path else (ours.host, ours.port)
+    # redis-py's defaults where neither the URL nor the parameters say.
+    their_where = (
+        (theirs["path"],) if "path" in theirs else (theirs["host"], theirs.get("port", 6379))
+    )
+    assert (*where, ours.db, ours.username, ours.password) == (
+        *their_where,
+        int(theirs.get("db", 0)),
+        theirs.get("username"),
+        theirs.get("password"),
+    )
+
+
 def test_the_addon_shares_politeness_through_scrapy_redis_unless_told_not_to():
     from scrapy.utils.test import get_crawler
 
