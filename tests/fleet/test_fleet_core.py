@@ -634,8 +634,8 @@ async def test_a_pop_does_not_wait_scrapy_redis_idle_before_close(url):
     on the reactor thread."""
     queue = shared_queue(url, "idle")
     started = time.monotonic()
-    assert queue.pop(timeout=5) is None
-    assert time.monotonic() - started < 4  # a round trip, not the 5 s
+    assert queue.pop(timeout=30) is None
+    assert time.monotonic() - started < 15  # a round trip: a generous guard, not the 30 s
     await on_loop(queue.close())
 
 
