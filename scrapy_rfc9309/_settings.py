@@ -589,6 +589,13 @@ def fleet_url(settings: BaseSettings) -> str | None:
     return str(url)
 
 
+#: What a scrapy-redis project whose Redis the fleet cannot share may do instead.
+FLEET_WAY_OUT = (
+    "set FLEET_REDIS_URL to a single Redis server the fleet can use, or "
+    "FLEET_REDIS_URL = False to keep politeness per process"
+)
+
+
 def _unusable_fleet_url(settings: BaseSettings, url: str, problem: str) -> SettingError:
     """The error for a fleet URL the fleet's client cannot use, naming the settings
     it came from: the user's ``FLEET_REDIS_URL``, or scrapy-redis's (the add-on's
@@ -597,8 +604,7 @@ def _unusable_fleet_url(settings: BaseSettings, url: str, problem: str) -> Setti
         return SettingError(f"FLEET_REDIS_URL {redacted_url(url)}: {problem}")
     return SettingError(
         f"scrapy-redis's Redis {redacted_url(url)} (REDIS_URL, REDIS_PARAMS), which the "
-        f"add-on shares with the fleet: {problem}; set FLEET_REDIS_URL to a URL the fleet "
-        "can use, or FLEET_REDIS_URL = False to keep politeness per process"
+        f"add-on shares with the fleet: {problem}; {FLEET_WAY_OUT}"
     )
 
 

@@ -9,6 +9,7 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as Builti
 
 from ._redis import redacted_url
 from ._settings import (
+    FLEET_WAY_OUT,
     SettingError,
     deliberate,
     flag,
@@ -121,8 +122,7 @@ class Addon:
                 raise SettingError(
                     f"scrapy_rfc9309: scrapy-redis's REDIS_PARAMS['redis_cls'] is "
                     f"{other_client}, not redis-py's client of one server: the fleet shares "
-                    "politeness through one Redis server; set FLEET_REDIS_URL to one, or "
-                    "FLEET_REDIS_URL = False to keep politeness per process"
+                    f"politeness through one Redis server; {FLEET_WAY_OUT}"
                 )
             settings.set("FLEET_REDIS_URL", shared, priority="addon")
         if flag(settings, "CRAWLDELAY_ENABLED") and other_client is None:
