@@ -491,7 +491,10 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fl
         assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
-def test_a_scrapy_redis_fleet_on_a_tls_redis_is_polite_with_its_tls_options(site, tls_redis):
+@with_and_without_the_reactor
+def test_a_scrapy_redis_fleet_on_a_tls_redis_is_polite_with_its_tls_options(
+    site, tls_redis, reactor
+):
     """scrapy-redis's Redis over TLS, its certificate not checked
     (``?ssl_cert_reqs=none``, as hosted Redis services are often used): the add-on
     shares politeness through it with no other setting, its clients reaching it as
@@ -499,7 +502,9 @@ def test_a_scrapy_redis_fleet_on_a_tls_redis_is_polite_with_its_tls_options(site
     port, _ = tls_redis
     url = f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=none"
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
-    settings = fleet_settings(url, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
+    settings = fleet_settings(
+        url, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO", TWISTED_REACTOR_ENABLED=reactor
+    )
     del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
     logs: list[str] = []
     stats = wait_all(start_fleet(settings, [f"{site.url}/p/{i}" for i in range(6)], 2), logs=logs)
@@ -507,6 +512,7 @@ def test_a_scrapy_redis_fleet_on_a_tls_redis_is_polite_with_its_tls_options(site
     assert min(page_gaps(site, robots_too=True)) >= 0.95 * CRAWL_DELAY
     assert site.count("/robots.txt") == 1
     assert sum(s.get("fleet/acquired_by_pop", 0) for s in stats) >= 4
+    assert all(s["test/twisted_reactor"] is reactor for s in stats)
     for log in logs:
         assert f"shared by the fleet through rediss://127.0.0.1:{port}/0" in log
         assert "cannot reach" not in log and "ERROR" not in log
