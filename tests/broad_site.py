@@ -60,6 +60,7 @@ class BroadSite:
         self._loop.run_until_complete(self._listen())
         ready.set()
         self._loop.run_forever()
+        self._loop.close()  # stopped by close()
 
     async def _listen(self) -> None:
         first = await asyncio.start_server(self._serve, self.hosts[0], 0)
