@@ -82,7 +82,7 @@ def test_options_it_does_not_handle_fall_back_to_redis_py_with_a_warning(redis_s
     url = redis_server.url + "?ssl_validate_ocsp=true"
     with caplog.at_level(logging.WARNING):
         store = RedisStorage(url)
-    assert store._pipe is None
+    assert not store.pipelined
     assert "worker thread" in caplog.text and "ssl_validate_ocsp=true" in caplog.text
     store.close()
 

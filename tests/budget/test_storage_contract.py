@@ -44,7 +44,7 @@ def storage(request, tmp_path):
             # redis:// URL it takes or ignores): redis-py in a worker thread.
             url += "?lib_name=budget-test"
         store = RedisStorage(url, prefix=f"test-{uuid.uuid4().hex}")
-        assert (store._pipe is None) == (request.param == "redis-threaded")
+        assert store.pipelined == (request.param != "redis-threaded")
     yield store
     store.close()
 
