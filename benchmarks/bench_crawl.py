@@ -126,9 +126,12 @@ def serve(port_file: str) -> None:
     server.serve_forever()
 
 
-def crawl(urls: list[str], settings: dict[str, object], follow: bool = False) -> None:
+def crawl(
+    urls: list[str], settings: dict[str, object], follow: bool = False, gc_off: bool = False
+) -> None:
     """Crawl *urls* with *settings* in this process (with *follow*, and the links of
-    every page); print the wall time and the pages parsed, as JSON."""
+    every page; with *gc_off*, Python's garbage collector off from the crawl's start);
+    print the wall time and the pages parsed, as JSON."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -156,6 +159,10 @@ def crawl(urls: list[str], settings: dict[str, object], follow: bool = False) ->
     crawler = process.create_crawler(Pages)
     process.crawl(crawler)
     collecting = GarbageCollectorTime()
+    if gc_off:
+        import gc
+
+        gc.disable()
     start = time.perf_counter()
     process.start()
     elapsed = time.perf_counter() - start
@@ -404,6 +411,7 @@ def compare_broad(
     per_host: int = BROAD_PAGES,
     targets: tuple[float, float] | None = None,
     concurrency: int = BROAD_CONCURRENCY,
+    gc_off: bool = False,
 ) -> None:
     """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
     a host, in an order that turns round by round (see :func:`_round_order`); a
@@ -415,6 +423,7 @@ def compare_broad(
         f"{rounds} round(s); CPU and wall time of the crawl process (best of the rounds; GC: the "
         f"garbage collector's share of that CPU), "
         f"robots.txt requests sent; each round's CPU against {base}'s in the same round"
+        + ("; Python's garbage collector off" if gc_off else "")
     )
     print(
         f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs ' + base:>12} {'GC (s)':>7}"
@@ -481,6 +490,7 @@ def compare_broad(
                                 ),
                                 "--base",
                                 str(urls_file),
+                                *(["--no-gc"] if gc_off else []),
                             ],
                             capture_output=True,
                             text=True,
@@ -667,6 +677,11 @@ def main() -> None:
         default=BROAD_CONCURRENCY,
         help="CONCURRENT_REQUESTS of every mode (--broad, --restart)",
     )
+    parser.add_argument(
+        "--no-gc",
+        action="store_true",
+        help="each broad crawl with Python's garbage collector off (the CPU besides its)",
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -675,7 +690,7 @@ def main() -> None:
     elif args.crawl_broad:
         broad = {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}
         urls = json.loads(Path(args.base).read_text())
-        crawl(urls, {**broad, **json.loads(args.crawl_broad)}, follow=True)
+        crawl(urls, {**broad, **json.loads(args.crawl_broad)}, follow=True, gc_off=args.no_gc)
     elif args.broad or args.restart:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
         compare_broad(
@@ -685,6 +700,7 @@ def main() -> None:
             args.latency,
             args.per_host,
             concurrency=args.concurrency,
+            gc_off=args.no_gc,
         )
     elif args.serve:
         serve(args.serve)
