@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The close report names at most this many hosts (the longest held).
+#: The close report names at most this many units (the longest held).
 REPORTED_UNITS = 10
 
 
