@@ -26,14 +26,25 @@ def broad_site():
     site.close()
 
 
+#: The scheduler's priority queues users run: the add-on's, Scrapy's default, and the
+#: one Scrapy recommends for broad crawls.
+QUEUES = {
+    "package-queue": "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+    "scrapys-queue": "scrapy.pqueues.ScrapyPriorityQueue",
+    "downloader-aware-queue": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+}
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
 @pytest_twisted.ensureDeferred
 async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_included(
-    broad_site,
+    broad_site, queue
 ):
     """RFC 9309 leaves Crawl-delay's meaning open; the throttle spaces end to start,
     so the gap between two arrivals at a host is at least the Crawl-delay plus the
-    first one's response time (50 ms a page).  Nor do the sites, together, ever see
-    more pages in progress than CONCURRENT_REQUESTS."""
+    first one's response time (50 ms a page), whichever queue the scheduler uses.
+    Nor do the sites, together, ever see more pages in progress than
+    CONCURRENT_REQUESTS."""
     urls = [
         broad_site.url(host, f"/p/{number}") for number in range(PAGES) for host in broad_site.hosts
     ]
@@ -41,10 +52,12 @@ async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_
     crawler = await crawl(
         urls,
         ADDONS={"scrapy_rfc9309.Addon": 500},
+        SCHEDULER_PRIORITY_QUEUE=QUEUES[queue],
         CONCURRENT_REQUESTS=64,
         CONCURRENT_REQUESTS_PER_DOMAIN=2,
         LOG_LEVEL="WARNING",
     )
+    assert crawler.settings["SCHEDULER_PRIORITY_QUEUE"] == QUEUES[queue]
     gaps = broad_site.gaps()
     assert len(gaps) == HOSTS * PAGES  # robots.txt, then each page: no disallowed one
     short = sorted(gap for gap in gaps if gap[0] < CRAWL_DELAY)
