@@ -82,6 +82,10 @@ class LocalLedger(Ledger):
     def in_progress(self, unit: str) -> bool:
         return bool(self._in_progress.get(unit))
 
+    def running(self, unit: str) -> int:
+        """The requests of *unit* started and not ended."""
+        return self._in_progress.get(unit, 0)
+
     def last_end(self, unit: str) -> float | None:
         return self._last_end.get(unit)
 

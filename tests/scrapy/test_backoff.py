@@ -85,6 +85,28 @@ async def test_requests_already_waiting_in_the_downloader_wait_for_the_hold_too(
     assert min(quiet_after_each_slow_down(site)) >= 2.0
 
 
+@pytest.mark.parametrize(
+    "queue", ["scrapy.pqueues.ScrapyPriorityQueue", "scrapy.pqueues.DownloaderAwarePriorityQueue"]
+)
+@pytest_twisted.ensureDeferred
+async def test_without_a_floor_requests_beyond_a_hosts_concurrency_wait_for_the_hold_too(
+    site, queue
+):
+    """Scrapy's own queues hand a host's pages out beyond its concurrency; without a
+    Crawl-delay, the pages past the one in progress wait in the gate, not in the
+    host's download slot (which would send the next one as the 429 comes back)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="2"))
+    crawler = await crawl(
+        pages(site),
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        CONCURRENT_REQUESTS_PER_DOMAIN=1,
+        **BACKOFF,
+    )
+    assert len(crawler.spider.seen) == 4
+    assert min(quiet_after_each_slow_down(site)) >= 2.0
+
+
 @pytest_twisted.ensureDeferred
 async def test_before_scrapy_alone_sends_requests_within_the_retry_after_window(site):
     """The "before" of the first test: Scrapy's own RetryMiddleware and scheduler

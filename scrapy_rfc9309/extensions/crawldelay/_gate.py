@@ -18,6 +18,11 @@ What waits, and where:
   (its floor was learnt from robots.txt after the queue let it go, or a hold began)
   is handed back to the scheduler, once, rather than hold a place while other units
   may be ready (:data:`META_REQUEUED`, stat ``crawldelay/requeued``);
+* a request of a unit without a floor that has as many requests in progress as
+  its concurrency (``CONCURRENT_REQUESTS_PER_DOMAIN``, ``DOWNLOAD_SLOTS``) waits
+  here for one to end, not in Scrapy's download slot past the gate, where a hold
+  that the end brings (a 429) would not stop it: Scrapy's own queues hand a host's
+  requests out beyond its concurrency;
 * robots.txt fetches wait here: they come from the robots middleware, not the
   scheduler.
 
@@ -119,7 +124,9 @@ class CrawlDelayGate:
             refused = await self._offers.budget_refusal(request)
             if refused is not None:
                 raise IgnoreRequest(refused)
-        waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED)
+        # A unit with as many requests in progress as it may have: it waits for one
+        # to end here, as it would in Scrapy's download slot (past the gate).
+        waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED) or polite.full(key)
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
         meta.pop(META_EARLY, None)  # not for the redirects and retries it may lead to

@@ -29,7 +29,9 @@ robots.txt being read  robots.txt requests: the        the middleware decides,
                        fetches whose reading began     hop bounded by its timeout
                        later                           and a floor)
 held                   nothing                         the hold's end
-in progress (floored)  nothing                         the response ends
+in progress (floored,  nothing                         a response ends
+or as many requests
+as its concurrency)
 spaced                 nothing                         the floor after the last
                                                        end
 ready                  anything                        --
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from scrapy.utils.httpobj import urlparse_cached
 
+from ..._settings import configured_concurrency
 from ...ledger import INFINITY, LocalLedger
 from ._units import unit_of_host
 
@@ -116,12 +119,16 @@ class NoLimits:
 class Politeness:
     """The readiness of every politeness unit of one crawl.
 
-    *unit_of_host* gives a host's unit key; *limits* (the throttle's, given with
+    *unit_of_host* gives a host's unit key, *concurrency* the most requests a unit
+    without a floor may have in progress; *limits* (the throttle's, given with
     :meth:`limit_by`) each unit's floor and hold.
     """
 
-    def __init__(self, unit_of_host: Callable[[str], str]) -> None:
+    def __init__(
+        self, unit_of_host: Callable[[str], str], concurrency: Callable[[str], int] = lambda key: 1
+    ) -> None:
         self.unit_of_host = unit_of_host
+        self.concurrency = concurrency
         self.limits: Limits = NoLimits()
         #: A request handed out as ready that must wait longer than this (seconds) is
         #: handed back to the scheduler rather than hold a place; a queue whose push
@@ -190,8 +197,14 @@ class Politeness:
         held = self.held_until(key)
         floor = self.floor(key)
         if not floor and robots is None:
-            return held
+            return INFINITY if self.full(key) else held
         return self.ledger.ready_at(key, floor, held)
+
+    def full(self, key: str) -> bool:
+        """Whether unit *key* has as many requests in progress as its concurrency: a
+        request that waits for one to end waits for the gate, not in Scrapy's download
+        slot, where a hold that its end brings (a 429) would not stop it."""
+        return self.ledger.running(key) >= self.concurrency(key)
 
     def _reads_before(self, key: str, authority: str) -> bool:
         """Whether a request of *authority*'s robots.txt fetch waits for a robots.txt
@@ -219,7 +232,7 @@ class Politeness:
         now = self.now()
         if self.held_until(key) > now:
             return "held"
-        if self.ledger.in_progress(key) and self.floor(key):
+        if self.ledger.in_progress(key) and (self.floor(key) or self.full(key)):
             return "in progress"
         last = self.ledger.last_end(key)
         if last is not None and last + self.floor(key) > now:
@@ -359,8 +372,12 @@ _POLITENESS: weakref.WeakKeyDictionary[Crawler, Politeness] = weakref.WeakKeyDic
 
 
 def politeness(crawler: Crawler) -> Politeness:
-    """The one :class:`Politeness` of *crawler* (its unit from ``CRAWLDELAY_UNIT``)."""
+    """The one :class:`Politeness` of *crawler* (its unit from ``CRAWLDELAY_UNIT``, a
+    unit's concurrency from ``CONCURRENT_REQUESTS_PER_DOMAIN`` and ``DOWNLOAD_SLOTS``)."""
     found = _POLITENESS.get(crawler)
     if found is None:
-        found = _POLITENESS[crawler] = Politeness(unit_of_host(crawler.settings))
+        default, per_unit = configured_concurrency(crawler.settings)
+        found = _POLITENESS[crawler] = Politeness(
+            unit_of_host(crawler.settings), lambda key: per_unit.get(key, default or 1)
+        )
     return found

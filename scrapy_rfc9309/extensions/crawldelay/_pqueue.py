@@ -45,7 +45,6 @@ from urllib.parse import urlsplit
 from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.utils.defer import deferred_from_coro
 
-from ..._settings import configured_concurrency
 from ..._shared import offers
 from ...ledger import INFINITY
 from ._gate import META_EARLY
@@ -117,7 +116,6 @@ class HostReadyPriorityQueue:
         self._offers = offers(crawler)
         self._offers.on_robots_decided.append(self._decide)
         self._offers.on_budget_spent.append(self._hand_out_spent)
-        concurrency, self._unit_concurrency = configured_concurrency(crawler.settings)
         # Requests handed out early wait in the gate, each holding a place, and the
         # robots.txt reads this queue starts each take one: at most half of
         # CONCURRENT_REQUESTS of each, so that they never fill the downloader (a full
@@ -126,7 +124,6 @@ class HostReadyPriorityQueue:
         self._reading: set[str] = set()  # units whose robots.txt is read ahead
         self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
         self._waker = EngineWaker(crawler, jitter=0.0)
-        self._concurrency = concurrency or 1
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
         self._size = 0
@@ -160,7 +157,7 @@ class HostReadyPriorityQueue:
             return True
         if self.politeness.floor(unit) or unit not in self.politeness.done:
             return False  # one at a time: end to start, or until the floor is known
-        return out < self._unit_concurrency.get(unit, self._concurrency)
+        return out < self.politeness.concurrency(unit)
 
     def _unpark(self, unit: str) -> None:
         if unit in self._parked and self._room(unit) and self.politeness.ready_at(unit) != INFINITY:
