@@ -4,6 +4,7 @@ are measured in the server's own request log.  Each test sends a handful of requ
 import itertools
 import logging
 
+import pytest
 import pytest_twisted
 from scrapy import signals
 from twisted.internet import reactor
@@ -258,3 +259,36 @@ async def test_a_learnt_delay_is_logged_with_the_floor_it_makes(site, caplog):
         f"127.0.0.1: at least 0.5 s from one request's end to the next ({site.url} asks for 0.2 s)"
         in caplog.messages
     )
+
+
+@pytest.mark.parametrize("per_host", [1, 2])
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+        "scrapy.pqueues.ScrapyPriorityQueue",
+        "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    ],
+)
+@pytest_twisted.ensureDeferred
+async def test_a_host_without_a_floor_never_gets_more_requests_at_once_than_its_concurrency(
+    site, queue, per_host
+):
+    """Scrapy's download slot sends every request queued in it at once (2.15 to 2.19:
+    five pages of one host, CONCURRENT_REQUESTS_PER_DOMAIN = 1, released together by
+    the robots middleware, reach the site within 10 ms); the gate lets a unit have no
+    more requests in progress than its concurrency, whatever the queue.  Each page
+    takes 0.5 s to answer, so a page starts no sooner than 0.5 s after the one
+    ``per_host`` places before it."""
+    robots(site, b"User-agent: *\nAllow: /\n")
+    for number in range(6):
+        site.route(f"/p/{number}", body=b"<html></html>", delay=0.5)
+    crawler = await crawl(
+        pages(site, 6),
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        CONCURRENT_REQUESTS_PER_DOMAIN=per_host,
+    )
+    assert len(crawler.spider.seen) == 6
+    starts = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))
+    assert min(later - earlier for earlier, later in zip(starts, starts[per_host:])) >= 0.5
