@@ -201,9 +201,9 @@ class Politeness:
         return self.ledger.ready_at(key, floor, held)
 
     def full(self, key: str) -> bool:
-        """Whether unit *key* has as many requests in progress as its concurrency: a
-        request that waits for one to end waits for the gate, not in Scrapy's download
-        slot, where a hold that its end brings (a 429) would not stop it."""
+        """Whether unit *key* has as many requests in progress as its concurrency: the
+        next waits in the gate for one to end, not in Scrapy's download slot (which
+        sends all it holds at once, and where a 429's hold would not stop it)."""
         return self.ledger.running(key) >= self.concurrency(key)
 
     def _reads_before(self, key: str, authority: str) -> bool:
