@@ -81,6 +81,20 @@ def test_a_floored_unit_in_progress_then_spaced_then_ready():
     assert polite.state("a.com") == "spaced"
 
 
+def test_a_unit_without_a_floor_at_its_concurrency_is_in_progress_until_one_ends():
+    polite = Politeness(lambda host: host, concurrency=lambda key: 2)
+    polite.now = lambda: 100.0
+    polite.started("a.com")
+    assert polite.ready_at("a.com") == 0.0  # one place left
+    polite.started("a.com")
+    assert polite.ready_at("a.com") == INFINITY
+    assert polite.state("a.com") == "in progress"
+    assert polite.ready_at("b.com") == 0.0  # another unit has its own
+    polite.ended("a.com")
+    assert polite.ready_at("a.com") == 0.0
+    assert polite.state("a.com") == "ready"
+
+
 def test_a_robots_txt_decision_pending_past_every_bound_is_logged_once(caplog):
     crawler = get_crawler(
         settings_dict={"CRAWLDELAY_ENABLED": True, "DOWNLOAD_TIMEOUT": 1, "RFC9309_TIMEOUT": 1}
