@@ -107,6 +107,30 @@ async def test_without_a_floor_requests_beyond_a_hosts_concurrency_wait_for_the_
     assert min(quiet_after_each_slow_down(site)) >= 2.0
 
 
+@pytest.mark.parametrize(
+    "queue", ["scrapy_rfc9309.pqueues.HostReadyPriorityQueue", "scrapy.pqueues.ScrapyPriorityQueue"]
+)
+@pytest_twisted.ensureDeferred
+async def test_with_autothrottle_no_request_waits_in_scrapys_slot_through_a_hold(site, queue):
+    """AutoThrottle's delay keeps requests in Scrapy's download slot, past the gate:
+    with its default target concurrency, a unit without a floor has one request in
+    progress at a time, so none is waiting there when a 429 comes back (before, three
+    pages came within 0.3 s of a 429 with ``Retry-After: 3``, with either queue)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    page = Route(body=b"<html></html>")
+    site.answer_first("/p/", page, page, slow_down(retry_after="3"))
+    crawler = await crawl(
+        pages(site, 6),
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        CONCURRENT_REQUESTS_PER_DOMAIN=4,
+        AUTOTHROTTLE_ENABLED=True,
+        AUTOTHROTTLE_START_DELAY=0.5,
+        **BACKOFF,
+    )
+    assert len(crawler.spider.seen) == 6
+    assert min(quiet_after_each_slow_down(site)) >= 3.0
+
+
 @pytest_twisted.ensureDeferred
 async def test_before_scrapy_alone_sends_requests_within_the_retry_after_window(site):
     """The "before" of the first test: Scrapy's own RetryMiddleware and scheduler

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.extensions.crawldelay import CrawlDelayThrottle
-from scrapy_rfc9309.extensions.crawldelay._politeness import NoLimits, Politeness
+from scrapy_rfc9309.extensions.crawldelay._politeness import NoLimits, Politeness, concurrency
 from scrapy_rfc9309.ledger import INFINITY
 
 A, B = "http://a.com", "http://b.com"
@@ -93,6 +94,16 @@ def test_a_unit_without_a_floor_at_its_concurrency_is_in_progress_until_one_ends
     polite.ended("a.com")
     assert polite.ready_at("a.com") == 0.0
     assert polite.state("a.com") == "ready"
+
+
+def test_a_units_concurrency_is_scrapys_and_autothrottles_target_caps_it():
+    slots = {"DOWNLOAD_SLOTS": {"slow.com": {"concurrency": 1}}}
+    plain = concurrency(Settings({"CONCURRENT_REQUESTS_PER_DOMAIN": 4, **slots}))
+    assert (plain("a.com"), plain("slow.com")) == (4, 1)
+    autothrottle = {"AUTOTHROTTLE_ENABLED": True, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+    assert concurrency(Settings(autothrottle))("a.com") == 1  # its default target, 1.0
+    target = {**autothrottle, "AUTOTHROTTLE_TARGET_CONCURRENCY": 2.5}
+    assert concurrency(Settings(target))("a.com") == 3
 
 
 def test_a_robots_txt_decision_pending_past_every_bound_is_logged_once(caplog):

@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import time
 import weakref
 from collections import OrderedDict
@@ -64,6 +65,7 @@ from ._units import unit_of_host
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 #: How many unit keys are remembered as having had a request done (their floor is
 #: known); past this many, the least recently done are forgotten and go one request
@@ -376,8 +378,20 @@ def politeness(crawler: Crawler) -> Politeness:
     unit's concurrency from ``CONCURRENT_REQUESTS_PER_DOMAIN`` and ``DOWNLOAD_SLOTS``)."""
     found = _POLITENESS.get(crawler)
     if found is None:
-        default, per_unit = configured_concurrency(crawler.settings)
-        found = _POLITENESS[crawler] = Politeness(
-            unit_of_host(crawler.settings), lambda key: per_unit.get(key, default or 1)
-        )
+        settings = crawler.settings
+        found = _POLITENESS[crawler] = Politeness(unit_of_host(settings), concurrency(settings))
     return found
+
+
+def concurrency(settings: BaseSettings) -> Callable[[str], int]:
+    """The most requests a unit without a floor may have in progress: its
+    ``DOWNLOAD_SLOTS`` concurrency, else ``CONCURRENT_REQUESTS_PER_DOMAIN``; with
+    AutoThrottle on, at most ``AUTOTHROTTLE_TARGET_CONCURRENCY`` rounded up.
+    AutoThrottle's delay keeps the requests past the gate waiting in Scrapy's
+    download slot, where a hold (a 429 answered meanwhile) would not stop them: at
+    its default target, one request at a time, none waits there."""
+    default, per_unit = configured_concurrency(settings)
+    most = 1_000_000
+    if settings.getbool("AUTOTHROTTLE_ENABLED"):
+        most = max(1, math.ceil(settings.getfloat("AUTOTHROTTLE_TARGET_CONCURRENCY")))
+    return lambda key: min(per_unit.get(key, default or 1), most)
