@@ -4,6 +4,7 @@ its hold ends, as the site's own request log shows (lower bounds only)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from email.utils import formatdate
 
@@ -111,11 +112,14 @@ async def test_without_a_floor_requests_beyond_a_hosts_concurrency_wait_for_the_
     "queue", ["scrapy_rfc9309.pqueues.HostReadyPriorityQueue", "scrapy.pqueues.ScrapyPriorityQueue"]
 )
 @pytest_twisted.ensureDeferred
-async def test_with_autothrottle_no_request_waits_in_scrapys_slot_through_a_hold(site, queue):
+async def test_with_autothrottle_no_request_waits_in_scrapys_slot_through_a_hold(
+    site, queue, caplog
+):
     """AutoThrottle's delay keeps requests in Scrapy's download slot, past the gate:
     with its default target concurrency, a unit without a floor has one request in
     progress at a time, so none is waiting there when a 429 comes back (before, three
     pages came within 0.3 s of a 429 with ``Retry-After: 3``, with either queue)."""
+    caplog.set_level(logging.INFO, logger="scrapy_rfc9309.extensions.crawldelay")
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     page = Route(body=b"<html></html>")
     site.answer_first("/p/", page, page, slow_down(retry_after="3"))
@@ -129,6 +133,8 @@ async def test_with_autothrottle_no_request_waits_in_scrapys_slot_through_a_hold
     )
     assert len(crawler.spider.seen) == 6
     assert min(quiet_after_each_slow_down(site)) >= 3.0
+    said = "AutoThrottle on: at most 1 request(s) at once to a host without a floor"
+    assert said in caplog.text
 
 
 @pytest_twisted.ensureDeferred

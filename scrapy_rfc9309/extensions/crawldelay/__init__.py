@@ -109,16 +109,23 @@ class CrawlDelayThrottle:
         self._live_view_every = config.live_view_every
         self._live_view: AsyncioLoopingCall | LoopingCall | None = None
         self._offers = offers(crawler)
+        autothrottle = ""
+        if crawler.settings.getbool("AUTOTHROTTLE_ENABLED"):
+            autothrottle = (
+                f"; AutoThrottle on: at most {polite.concurrency('')} request(s) at once to a "
+                f"{config.unit} without a floor (AUTOTHROTTLE_TARGET_CONCURRENCY)"
+            )
         logger.info(
             "Crawl-delay throttle: requests to a %s at least max(DOWNLOAD_DELAY = %.6g s, "
             "robots.txt Crawl-delay up to %.6g s, the budget policy's delay) after the "
-            "previous one ended; %s",
+            "previous one ended; %s%s",
             config.unit,
             self._default_delay,
             self.max_delay,
             f"spacing shared through the fleet Redis {redacted_url(config.fleet_url)}"
             if config.fleet_url
             else "spacing kept in this process",
+            autothrottle,
         )
         offers(crawler).throttle = self
         crawler.signals.connect(self._robots_parsed, signal=ROBOTS_PARSED)
