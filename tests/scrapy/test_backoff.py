@@ -73,36 +73,24 @@ async def test_retry_after_holds_the_host_and_scrapys_retries_wait_and_other_hos
     assert all(hit.time < resumed for hit in page_hits(other_site))
 
 
-@pytest_twisted.ensureDeferred
-async def test_requests_already_waiting_in_the_downloader_wait_for_the_hold_too(site):
-    """Scrapy's own scheduler queue hands every page to the downloader at once: with
-    a Crawl-delay, they wait in the host's download slot, which holds them."""
-    site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.2\n")
-    site.answer_first("/p/", slow_down(retry_after="2"))
-    crawler = await crawl(
-        pages(site), SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue", **BACKOFF
-    )
-    assert len(crawler.spider.seen) == 4
-    assert min(quiet_after_each_slow_down(site)) >= 2.0
-
-
 @pytest.mark.parametrize(
-    "queue", ["scrapy.pqueues.ScrapyPriorityQueue", "scrapy.pqueues.DownloaderAwarePriorityQueue"]
+    "rules, queue",
+    [
+        ("Crawl-delay: 0.2", "scrapy.pqueues.ScrapyPriorityQueue"),
+        ("Allow: /", "scrapy.pqueues.ScrapyPriorityQueue"),
+        ("Allow: /", "scrapy.pqueues.DownloaderAwarePriorityQueue"),
+    ],
 )
 @pytest_twisted.ensureDeferred
-async def test_without_a_floor_requests_beyond_a_hosts_concurrency_wait_for_the_hold_too(
-    site, queue
-):
-    """Scrapy's own queues hand a host's pages out beyond its concurrency; without a
-    Crawl-delay, the pages past the one in progress wait in the gate, not in the
-    host's download slot (which would send the next one as the 429 comes back)."""
-    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+async def test_requests_scrapys_queues_hand_out_at_once_wait_for_the_hold_too(site, rules, queue):
+    """Scrapy's own queues hand a host's pages to the downloader at once: with a
+    Crawl-delay, one at a time passes the gate; without one, as many as its
+    concurrency, the others waiting in the gate, not in the host's download slot
+    (which would send the next one as the 429 comes back)."""
+    site.route("/robots.txt", body=f"User-agent: *\n{rules}\n".encode())
     site.answer_first("/p/", slow_down(retry_after="2"))
     crawler = await crawl(
-        pages(site),
-        SCHEDULER_PRIORITY_QUEUE=queue,
-        CONCURRENT_REQUESTS_PER_DOMAIN=1,
-        **BACKOFF,
+        pages(site), SCHEDULER_PRIORITY_QUEUE=queue, CONCURRENT_REQUESTS_PER_DOMAIN=1, **BACKOFF
     )
     assert len(crawler.spider.seen) == 4
     assert min(quiet_after_each_slow_down(site)) >= 2.0
