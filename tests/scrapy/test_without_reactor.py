@@ -61,10 +61,23 @@ def test_robots_txt_crawl_delay_and_a_daily_budget(site, tmp_path, mode):
     assert stats["domainbudget/dropped"] == 2
 
 
-def test_a_retry_after_holds_the_host(site, mode):
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+        "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    ],
+)
+def test_a_retry_after_holds_the_host(site, mode, queue):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     site.answer_first("/p/", Route(status=429, headers={"Retry-After": "1"}))
-    run(mode, [f"{site.url}/p/{n}" for n in range(3)], RETRY_ENABLED=True)
+    run(
+        mode,
+        [f"{site.url}/p/{n}" for n in range(3)],
+        RETRY_ENABLED=True,
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        CONCURRENT_REQUESTS_PER_DOMAIN=1,
+    )
     pages = starts(site, "/p/")
     assert len(pages) == 4  # the 429, its retry, two more
     assert pages[1] - pages[0] >= 1.0
