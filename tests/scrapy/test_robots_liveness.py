@@ -1,7 +1,7 @@
 """Every crawl ends, whatever a site's robots.txt does: one crawl over many sites, each
 with a robots.txt behaviour real sites have (redirects on the same host and to
 another port or host, chains of 5 and 6, a loop, errors, a timeout, a reset, a slow or
-empty body), run in each mode users run (the package's queue, Scrapy's own, without
+empty body), run in each mode users run (the package's queue, Scrapy's two, without
 the Twisted reactor, the domain unit, a fleet's Redis, a fleet's shared queue).
 Asserted from the sites' own log: the crawl ends, every allowed page is fetched, no
 disallowed page is, and no two requests to a site with a Crawl-delay are closer than
@@ -223,6 +223,9 @@ def assert_every_site_right(served, domain_unit=False, fleet=False):
 MODES = {
     "package-queue": {},
     "scrapys-queue": {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"},
+    "downloader-aware-queue": {
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue"
+    },
     "domain-unit": {"CRAWLDELAY_UNIT": "domain"},
 }
 if WITHOUT_REACTOR:
