@@ -124,8 +124,6 @@ class CrawlDelayGate:
             refused = await self._offers.budget_refusal(request)
             if refused is not None:
                 raise IgnoreRequest(refused)
-        # A unit with as many requests in progress as it may have: it waits for one
-        # to end here, as it would in Scrapy's download slot (past the gate).
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED) or polite.full(key)
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
