@@ -71,16 +71,17 @@ class LocalLedger(Ledger):
         self._floors: dict[str, float] = {}  # the largest asked through acquire
         self._holds: dict[str, float] = {}
 
-    def ready_at(self, unit: str, floor: float, held_until: float = 0.0) -> float:
+    def ready_at(
+        self, unit: str, floor: float, held_until: float = 0.0, concurrency: int = 1
+    ) -> float:
         """The earliest time *unit* may start a request (``inf``: when one in
-        progress ends), if its floor is *floor* and it is held until *held_until*."""
-        if self._in_progress.get(unit):
+        progress ends), if its floor is *floor* and it is held until *held_until*:
+        with a floor, one request at a time, end to start; without one, up to
+        *concurrency* at a time."""
+        if self.running(unit) >= (1 if floor else concurrency):
             return INFINITY
         last = self._last_end.get(unit)
-        return max(held_until, last + floor if last is not None else 0.0)
-
-    def in_progress(self, unit: str) -> bool:
-        return bool(self._in_progress.get(unit))
+        return max(held_until, last + floor if last is not None and floor else 0.0)
 
     def running(self, unit: str) -> int:
         """The requests of *unit* started and not ended."""

@@ -92,9 +92,6 @@ class RedisStorage(BudgetStorage):
         }
         address = address_from_url(url, timeout)
         self._pipe = PipelinedRedis(address) if address else None
-        #: Whether reservations go through the package's pipelined client (else
-        #: through redis-py in a worker thread: the URL has options it cannot apply).
-        self.pipelined = self._pipe is not None
         if address is None:
             logger.warning(
                 "DOMAINBUDGET_REDIS_URL has options the pipelined Redis client does not "
@@ -102,6 +99,12 @@ class RedisStorage(BudgetStorage):
                 "several times slower",
                 urlsplit(url).query or urlsplit(url).scheme,
             )
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether reservations go through the package's pipelined client (else
+        through redis-py in a worker thread: the URL has options it cannot apply)."""
+        return self._pipe is not None
 
     def _key(self, day: str, key: str) -> str:
         return f"{self.prefix}:{day}:{key}"

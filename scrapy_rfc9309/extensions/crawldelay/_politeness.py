@@ -196,17 +196,16 @@ class Politeness:
                 return INFINITY
         elif self._reads_before(key, robots):
             return INFINITY
-        held = self.held_until(key)
-        floor = self.floor(key)
-        if not floor and robots is None:
-            return INFINITY if self.full(key) else held
-        return self.ledger.ready_at(key, floor, held)
+        # A robots.txt request starts alone: the file may give the unit a floor.
+        concurrency = self.concurrency(key) if robots is None else 1
+        return self.ledger.ready_at(key, self.floor(key), self.held_until(key), concurrency)
 
     def full(self, key: str) -> bool:
-        """Whether unit *key* has as many requests in progress as its concurrency: the
-        next waits in the gate for one to end, not in Scrapy's download slot (which
-        sends all it holds at once, and where a 429's hold would not stop it)."""
-        return self.ledger.running(key) >= self.concurrency(key)
+        """Whether unit *key*, without a floor, has as many requests in progress as its
+        concurrency: the next waits in the gate for one to end, not in Scrapy's
+        download slot (which sends all it holds at once, and where a 429's hold would
+        not stop it)."""
+        return not self.floor(key) and self.ledger.running(key) >= self.concurrency(key)
 
     def _reads_before(self, key: str, authority: str) -> bool:
         """Whether a request of *authority*'s robots.txt fetch waits for a robots.txt
@@ -234,7 +233,7 @@ class Politeness:
         now = self.now()
         if self.held_until(key) > now:
             return "held"
-        if self.ledger.in_progress(key) and (self.floor(key) or self.full(key)):
+        if (self.floor(key) and self.ledger.running(key)) or self.full(key):
             return "in progress"
         last = self.ledger.last_end(key)
         if last is not None and last + self.floor(key) > now:
