@@ -32,12 +32,11 @@ def redis_server():
 def tls_redis(tmp_path):
     """A redis-server answering only TLS, its certificate self-signed for
     ``localhost``: (port, certificate file)."""
-    from tests.budget.redis_server import start_tls_redis
+    from tests.budget.redis_server import RedisServer
 
-    process, port, cert = start_tls_redis(tmp_path)
-    yield port, cert
-    process.terminate()
-    process.wait(10)
+    server = RedisServer(tls=tmp_path)
+    yield server.port, server.cert
+    server.stop()
 
 
 @pytest.fixture
