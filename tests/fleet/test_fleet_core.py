@@ -630,12 +630,21 @@ async def test_clearing_the_shared_queue_leaves_no_key_of_it(url):
 @pytest_twisted.ensureDeferred
 async def test_a_pop_does_not_wait_scrapy_redis_idle_before_close(url):
     """scrapy-redis passes ``SCHEDULER_IDLE_BEFORE_CLOSE`` to a pop as a timeout
-    (its queues block on Redis that long): the shared queue's pop does not wait it,
-    on the reactor thread."""
-    queue = shared_queue(url, "idle")
-    started = time.monotonic()
+    (its queues block on Redis that long, with ``BRPOP`` and the like): the shared
+    queue's pop sends no blocking command, on the reactor thread."""
+
+    class Recording(redis.Redis):
+        sent: list[str] = []
+
+        def execute_command(self, *args, **options):
+            Recording.sent.append(str(args[0]).upper())
+            return super().execute_command(*args, **options)
+
+    queue = shared_queue(url, "idle", Recording.from_url(url))
+    Recording.sent.clear()
     assert queue.pop(timeout=30) is None
-    assert time.monotonic() - started < 15  # a round trip: a generous guard, not the 30 s
+    blocking = {"BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX"}
+    assert Recording.sent and not blocking & set(Recording.sent)
     await on_loop(queue.close())
 
 
