@@ -30,8 +30,9 @@ def _header(line: str) -> tuple[str, str]:
 class BroadSite:
     """*respond* answers every request of every host; other than robots.txt, each
     answer is sent *page_time* seconds after the request came (or ``page_time(host,
-    path)`` seconds), robots.txt *robots_time* seconds after, and ``most_pages`` is
-    the most such requests in progress at once, over all hosts."""
+    path)`` seconds), robots.txt *robots_time* seconds after; ``most_pages`` is
+    the most such requests in progress at once, over all hosts, ``most_per_host``
+    at one host."""
 
     def __init__(
         self,
@@ -46,6 +47,8 @@ class BroadSite:
         self.robots_time = robots_time
         self.most_pages = 0
         self._pages = 0
+        self.most_per_host = 0
+        self._per_host: dict[str, int] = defaultdict(int)
         self.arrivals: dict[str, list[tuple[float, str]]] = defaultdict(list)
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -84,6 +87,8 @@ class BroadSite:
                     if page:
                         self._pages += 1
                         self.most_pages = max(self.most_pages, self._pages)
+                        self._per_host[host] += 1
+                        self.most_per_host = max(self.most_per_host, self._per_host[host])
                 try:
                     wait = self.page_time
                     if callable(wait):
@@ -101,6 +106,7 @@ class BroadSite:
                     if page:
                         with self._lock:
                             self._pages -= 1
+                            self._per_host[host] -= 1
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:

@@ -85,6 +85,37 @@ async def test_requests_that_waited_for_their_hosts_take_a_place_of_concurrent_r
     assert site.most_pages <= 6
 
 
+@pytest.mark.parametrize("queue", list(QUEUES))
+@pytest_twisted.ensureDeferred
+async def test_no_host_without_a_floor_gets_more_requests_at_once_than_its_concurrency(queue):
+    """Hundreds of hosts without a Crawl-delay, 4 pages each answered in 0.2 s: on
+    every host's own count, never more pages in progress at once than
+    CONCURRENT_REQUESTS_PER_DOMAIN, whichever queue (Scrapy's download slot sends
+    every request queued in it at once)."""
+
+    def respond_allow(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nAllow: /\n"
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    site = BroadSite(addresses(200, first=1500), respond_allow, page_time=0.2)
+    try:
+        # A host's pages one after another: they come to it together.
+        urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(4)]
+        crawler = await crawl(
+            urls,
+            ADDONS={"scrapy_rfc9309.Addon": 500},
+            SCHEDULER_PRIORITY_QUEUE=QUEUES[queue],
+            CONCURRENT_REQUESTS=64,
+            CONCURRENT_REQUESTS_PER_DOMAIN=2,
+            LOG_LEVEL="WARNING",
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 800
+    assert site.most_per_host <= 2
+
+
 @pytest.fixture
 def slow_down_site():
     """Every host answers its first page request 429 with Retry-After: 1."""
