@@ -134,10 +134,17 @@ def slow_down_site():
     site.close()
 
 
-@pytest.mark.parametrize("queue, per_host", [("package-queue", 2), ("downloader-aware-queue", 1)])
+@pytest.mark.parametrize(
+    "queue, per_host, autothrottle",
+    [
+        ("package-queue", 2, False),
+        ("downloader-aware-queue", 1, False),
+        ("downloader-aware-queue", 4, True),
+    ],
+)
 @pytest_twisted.ensureDeferred
 async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
-    slow_down_site, queue, per_host
+    slow_down_site, queue, per_host, autothrottle
 ):
     """Hundreds of hosts each asking for a pause at once, Scrapy's RetryMiddleware on:
     on every host's own clock, nothing arrives within the second after its 429, with
@@ -147,9 +154,11 @@ async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
     first is then sent after the answer before it came back (a second request sent
     with the first could reach the site after its 429).  Requests beyond a host's
     concurrency wait in the gate, not in Scrapy's download slot, where the 429's
-    hold would not stop them."""
+    hold would not stop them; with AutoThrottle on (whose delay keeps requests in
+    that slot), a host without a floor has one request at a time."""
     site = slow_down_site
-    urls = [site.url(host, f"/p/{number}") for number in range(PAGES) for host in site.hosts]
+    # A host's pages one after another: they come to it together.
+    urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(PAGES)]
     crawler = await crawl(
         urls,
         ADDONS={"scrapy_rfc9309.Addon": 500},
@@ -158,6 +167,8 @@ async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
         BACKOFF_DELAY=0.1,
         CONCURRENT_REQUESTS=64,
         CONCURRENT_REQUESTS_PER_DOMAIN=per_host,
+        AUTOTHROTTLE_ENABLED=autothrottle,
+        AUTOTHROTTLE_START_DELAY=0.2,
         LOG_LEVEL="WARNING",
     )
     quiet = []
