@@ -390,7 +390,7 @@ def concurrency(settings: BaseSettings) -> Callable[[str], int]:
     download slot, where a hold (a 429 answered meanwhile) would not stop them: at
     its default target, one request at a time, none waits there."""
     default, per_unit = configured_concurrency(settings)
-    most = 1_000_000
-    if settings.getbool("AUTOTHROTTLE_ENABLED"):
-        most = max(1, math.ceil(settings.getfloat("AUTOTHROTTLE_TARGET_CONCURRENCY")))
-    return lambda key: min(per_unit.get(key, default or 1), most)
+    if not settings.getbool("AUTOTHROTTLE_ENABLED"):
+        return lambda key: per_unit.get(key, default or 1)
+    target = max(1, math.ceil(settings.getfloat("AUTOTHROTTLE_TARGET_CONCURRENCY")))
+    return lambda key: min(per_unit.get(key, default or 1), target)
