@@ -35,6 +35,22 @@ QUEUES = {
 }
 
 
+async def broad_crawl(urls, queue, **settings):
+    """The add-on's crawl of *urls* with scheduler queue *queue* (a key of
+    :data:`QUEUES`), 64 requests at once, 2 a host unless *settings* say otherwise."""
+    return await crawl(
+        urls,
+        **{
+            "ADDONS": {"scrapy_rfc9309.Addon": 500},
+            "SCHEDULER_PRIORITY_QUEUE": QUEUES[queue],
+            "CONCURRENT_REQUESTS": 64,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+            "LOG_LEVEL": "WARNING",
+            **settings,
+        },
+    )
+
+
 @pytest.mark.parametrize("queue", list(QUEUES))
 @pytest_twisted.ensureDeferred
 async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_included(
@@ -49,14 +65,7 @@ async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_
         broad_site.url(host, f"/p/{number}") for number in range(PAGES) for host in broad_site.hosts
     ]
     urls += [broad_site.url(host, "/private/x") for host in broad_site.hosts[:20]]
-    crawler = await crawl(
-        urls,
-        ADDONS={"scrapy_rfc9309.Addon": 500},
-        SCHEDULER_PRIORITY_QUEUE=QUEUES[queue],
-        CONCURRENT_REQUESTS=64,
-        CONCURRENT_REQUESTS_PER_DOMAIN=2,
-        LOG_LEVEL="WARNING",
-    )
+    crawler = await broad_crawl(urls, queue)
     assert crawler.settings["SCHEDULER_PRIORITY_QUEUE"] == QUEUES[queue]
     gaps = broad_site.gaps()
     assert len(gaps) == HOSTS * PAGES  # robots.txt, then each page: no disallowed one
@@ -102,14 +111,7 @@ async def test_no_host_without_a_floor_gets_more_requests_at_once_than_its_concu
     try:
         # A host's pages one after another: they come to it together.
         urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(4)]
-        crawler = await crawl(
-            urls,
-            ADDONS={"scrapy_rfc9309.Addon": 500},
-            SCHEDULER_PRIORITY_QUEUE=QUEUES[queue],
-            CONCURRENT_REQUESTS=64,
-            CONCURRENT_REQUESTS_PER_DOMAIN=2,
-            LOG_LEVEL="WARNING",
-        )
+        crawler = await broad_crawl(urls, queue)
     finally:
         site.close()
     assert len(crawler.spider.seen) == 800
@@ -159,17 +161,14 @@ async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
     site = slow_down_site
     # A host's pages one after another: they come to it together.
     urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(PAGES)]
-    crawler = await crawl(
+    crawler = await broad_crawl(
         urls,
-        ADDONS={"scrapy_rfc9309.Addon": 500},
-        SCHEDULER_PRIORITY_QUEUE=QUEUES[queue],
+        queue,
         RETRY_ENABLED=True,
         BACKOFF_DELAY=0.1,
-        CONCURRENT_REQUESTS=64,
         CONCURRENT_REQUESTS_PER_DOMAIN=per_host,
         AUTOTHROTTLE_ENABLED=autothrottle,
         AUTOTHROTTLE_START_DELAY=0.2,
-        LOG_LEVEL="WARNING",
     )
     quiet = []
     for hits in site.arrivals.values():
