@@ -1,8 +1,37 @@
+import os
+import shutil
 import socket
+import tempfile
 
 import pytest
 
 from tests.server import Site
+
+#: The environment variable naming the suite's temporary directory (set by the
+#: controlling process, inherited by the workers and the crawls they start).
+SUITE_TMP = "RFC9309_TESTS_TMP"
+
+
+def pytest_configure(config):
+    """Every temporary file of the suite (the workers', the crawler processes', the
+    redis-servers' folders, pytest's own ``tmp_path``) goes in one directory, which
+    the controlling process removes when the session ends: a run leaves nothing in
+    the system's temporary directory, whatever a killed process left behind."""
+    if os.environ.get(SUITE_TMP):  # a worker: the controller made it
+        return
+    directory = tempfile.mkdtemp(prefix="rfc9309-tests-")
+    config.stash[_SUITE_TMP_KEY] = directory
+    os.environ[SUITE_TMP] = os.environ["TMPDIR"] = directory
+    tempfile.tempdir = directory
+
+
+def pytest_unconfigure(config):
+    directory = config.stash.get(_SUITE_TMP_KEY, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+_SUITE_TMP_KEY = pytest.StashKey[str]()
 
 
 @pytest.fixture
