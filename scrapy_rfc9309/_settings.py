@@ -287,10 +287,12 @@ def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
 
 
 def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:
-    """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
+    """The concurrency new slots get (``CONCURRENT_REQUESTS_PER_IP`` when set: Scrapy
+    then gives it to every slot, else ``CONCURRENT_REQUESTS_PER_DOMAIN``), and the
     slots that ``DOWNLOAD_SLOTS`` gives another one."""
     per_slot = _slot_options(settings, "concurrency")
-    concurrency = number(settings, "CONCURRENT_REQUESTS_PER_DOMAIN", 0)
+    per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")  # as Scrapy's downloader reads it
+    concurrency = per_ip or number(settings, "CONCURRENT_REQUESTS_PER_DOMAIN", 0)
     return int(concurrency), {key: int(value) for key, value in per_slot.items()}
 
 

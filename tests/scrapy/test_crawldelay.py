@@ -261,24 +261,39 @@ async def test_a_learnt_delay_is_logged_with_the_floor_it_makes(site, caplog):
     )
 
 
-@pytest.mark.parametrize("per_host", [1, 2])
+#: Scrapy's queues and the add-on's, each with the limits it takes.
+QUEUES = (
+    "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
+    "scrapy.pqueues.ScrapyPriorityQueue",
+    "scrapy.pqueues.DownloaderAwarePriorityQueue",
+)
+LIMITS = {
+    "per-domain-1": (1, {"CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
+    "per-domain-2": (2, {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}),
+    # Scrapy gives every slot CONCURRENT_REQUESTS_PER_IP instead, when it is set
+    # (DownloaderAwarePriorityQueue refuses it).
+    "per-ip-1": (1, {"CONCURRENT_REQUESTS_PER_DOMAIN": 4, "CONCURRENT_REQUESTS_PER_IP": 1}),
+}
+
+
 @pytest.mark.parametrize(
-    "queue",
+    ("queue", "per_host", "limits"),
     [
-        "scrapy_rfc9309.pqueues.HostReadyPriorityQueue",
-        "scrapy.pqueues.ScrapyPriorityQueue",
-        "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        pytest.param(queue, *limits, id=f"{queue.rsplit('.', 1)[1]}-{name}")
+        for queue in QUEUES
+        for name, limits in LIMITS.items()
+        if not (name == "per-ip-1" and queue.endswith("DownloaderAwarePriorityQueue"))
     ],
 )
 @pytest_twisted.ensureDeferred
 async def test_a_host_without_a_floor_never_gets_more_requests_at_once_than_its_concurrency(
-    site, queue, per_host
+    site, queue, per_host, limits
 ):
     """Scrapy's download slot sends every request queued in it at once (2.15 to 2.19:
     five pages of one host, CONCURRENT_REQUESTS_PER_DOMAIN = 1, released together by
     the robots middleware, reach the site within 10 ms); the gate lets a unit have no
-    more requests in progress than its concurrency, whatever the queue.  Each page
-    takes 0.5 s to answer, so a page starts no sooner than 0.5 s after the one
+    more requests in progress than its slot's concurrency, whatever the queue.  Each
+    page takes 0.5 s to answer, so a page starts no sooner than 0.5 s after the one
     ``per_host`` places before it."""
     robots(site, b"User-agent: *\nAllow: /\n")
     for number in range(6):
@@ -287,7 +302,7 @@ async def test_a_host_without_a_floor_never_gets_more_requests_at_once_than_its_
         pages(site, 6),
         ADDONS={"scrapy_rfc9309.Addon": 500},
         SCHEDULER_PRIORITY_QUEUE=queue,
-        CONCURRENT_REQUESTS_PER_DOMAIN=per_host,
+        **limits,
     )
     assert len(crawler.spider.seen) == 6
     starts = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))

@@ -100,6 +100,11 @@ def test_a_units_concurrency_is_scrapys_and_autothrottles_target_caps_it():
     slots = {"DOWNLOAD_SLOTS": {"slow.com": {"concurrency": 1}}}
     plain = concurrency(Settings({"CONCURRENT_REQUESTS_PER_DOMAIN": 4, **slots}))
     assert (plain("a.com"), plain("slow.com")) == (4, 1)
+    # Scrapy gives every slot CONCURRENT_REQUESTS_PER_IP when it is set.
+    per_ip = concurrency(
+        Settings({"CONCURRENT_REQUESTS_PER_DOMAIN": 4, "CONCURRENT_REQUESTS_PER_IP": 2})
+    )
+    assert per_ip("a.com") == 2
     autothrottle = {"AUTOTHROTTLE_ENABLED": True, "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
     assert concurrency(Settings(autothrottle))("a.com") == 1  # its default target, 1.0
     target = {**autothrottle, "AUTOTHROTTLE_TARGET_CONCURRENCY": 2.5}

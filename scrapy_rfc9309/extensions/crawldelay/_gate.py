@@ -19,7 +19,8 @@ What waits, and where:
   is handed back to the scheduler, once, rather than hold a place while other units
   may be ready (:data:`META_REQUEUED`, stat ``crawldelay/requeued``);
 * a request of a unit without a floor that has as many requests in progress as
-  its concurrency (``CONCURRENT_REQUESTS_PER_DOMAIN``, ``DOWNLOAD_SLOTS``) waits
+  its concurrency (its download slot's: ``CONCURRENT_REQUESTS_PER_DOMAIN``, or
+  ``CONCURRENT_REQUESTS_PER_IP`` when set, ``DOWNLOAD_SLOTS``) waits
   here for one to end, not in Scrapy's download slot past the gate, where a hold
   that the end brings (a 429) would not stop it: Scrapy's own queues hand a host's
   requests out beyond its concurrency;

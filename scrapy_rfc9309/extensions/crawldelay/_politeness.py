@@ -374,7 +374,7 @@ _POLITENESS: weakref.WeakKeyDictionary[Crawler, Politeness] = weakref.WeakKeyDic
 
 def politeness(crawler: Crawler) -> Politeness:
     """The one :class:`Politeness` of *crawler* (its unit from ``CRAWLDELAY_UNIT``, a
-    unit's concurrency from ``CONCURRENT_REQUESTS_PER_DOMAIN`` and ``DOWNLOAD_SLOTS``)."""
+    unit's concurrency as its download slot's, see :func:`concurrency`)."""
     found = _POLITENESS.get(crawler)
     if found is None:
         settings = crawler.settings
@@ -384,7 +384,8 @@ def politeness(crawler: Crawler) -> Politeness:
 
 def concurrency(settings: BaseSettings) -> Callable[[str], int]:
     """The most requests a unit without a floor may have in progress: its
-    ``DOWNLOAD_SLOTS`` concurrency, else ``CONCURRENT_REQUESTS_PER_DOMAIN``; with
+    ``DOWNLOAD_SLOTS`` concurrency, else ``CONCURRENT_REQUESTS_PER_IP`` if set,
+    else ``CONCURRENT_REQUESTS_PER_DOMAIN``, as Scrapy's slots have it; with
     AutoThrottle on, at most ``AUTOTHROTTLE_TARGET_CONCURRENCY`` rounded up.
     AutoThrottle's delay keeps the requests past the gate waiting in Scrapy's
     download slot, where a hold (a 429 answered meanwhile) would not stop them: at

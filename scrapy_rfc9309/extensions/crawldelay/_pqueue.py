@@ -17,7 +17,7 @@ ordered by the time each may next start a request (see :mod:`._politeness`):
   requests stay here (a page waiting for it in the robots middleware would hold a
   place of the downloader), and the unit is back in turn once it is decided;
 * a unit known to have no floor is ready unless held, up to its concurrency
-  (``CONCURRENT_REQUESTS_PER_DOMAIN`` or its ``DOWNLOAD_SLOTS`` entry) of requests
+  (its download slot's: see :func:`._politeness.concurrency`) of requests
   at a time, and takes turns with the other ready units.
 
 A pop returns a ready unit's request if there is one; else the request of the unit
