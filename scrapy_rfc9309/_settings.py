@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import math
@@ -716,6 +715,8 @@ def mistakes(settings: BaseSettings) -> list[str]:
         )
     for name in sorted(settings.attributes):
         if name.startswith(_PREFIXES) and name not in KNOWN_SETTINGS:
+            import difflib  # only for a misspelt name
+
             close = difflib.get_close_matches(name, KNOWN_SETTINGS, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}?" if close else "see the README's settings tables"
             found.append(f"{name} is not a setting of scrapy_rfc9309 and does nothing: {hint}")

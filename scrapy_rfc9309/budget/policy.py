@@ -26,11 +26,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 DEFAULT_MAX_REQUESTS = 200
 DEFAULT_MAX_PAGES = 100
@@ -88,6 +89,8 @@ class BudgetPolicy:
             raise PolicyError(
                 f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})"
             ) from None
+        import yaml  # PyYAML loads only for a policy file (1.5 MiB of a crawl's memory)
+
         try:
             _refuse_aliases_and_tags(text, source)
             node = yaml.compose(text)
@@ -272,6 +275,8 @@ MAX_POLICY_BYTES = 1 << 20
 def _refuse_aliases_and_tags(text: str, source: str) -> None:
     """One linear pass over the YAML events: an alias can expand exponentially (a
     382-byte file to gigabytes), and an explicit tag asks for arbitrary types."""
+    import yaml
+
     for event in yaml.parse(text):
         line = event.start_mark.line + 1 if event.start_mark is not None else 0
         if isinstance(event, yaml.AliasEvent):
@@ -290,6 +295,8 @@ def _to_python(
     node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int], source: str
 ) -> Any:
     """Turn a composed YAML node into Python values, recording each path's line."""
+    import yaml
+
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         result = {}
@@ -318,6 +325,8 @@ def _to_python(
 
 
 def _scalar(node: yaml.Node, source: str) -> Any:
+    import yaml
+
     try:
         return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
     except (yaml.YAMLError, ValueError) as exc:  # e.g. a date that does not exist
