@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from array import array
+from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
 
@@ -85,7 +86,7 @@ class RobotsTxt:
         *,
         truncated: bool = False,
         lenient_lines: int = 0,
-        ignored: list[tuple[int, str]] | None = None,
+        ignored: Sequence[tuple[int, str]] = (),
     ) -> None:
         self.groups = groups
         self.sitemaps = sitemaps
@@ -96,7 +97,7 @@ class RobotsTxt:
         #: ``(line, record)`` of the first Crawl-delay / Request-rate /
         #: Content-Usage / Content-Signal records whose value was unusable, or that
         #: stood outside any group, and were ignored (at most :data:`MAX_IGNORED`).
-        self.ignored = ignored or []
+        self.ignored = ignored
         self._by_token: dict[str, list[Group]] = {}
         for group in groups:
             for agent in group.agents:
@@ -154,7 +155,7 @@ class RobotsTxt:
             list(built.sitemaps),
             truncated=truncated,
             lenient_lines=built.lenient_lines,
-            ignored=built.ignored,
+            ignored=tuple(built.ignored),  # most files: the one empty tuple
         )
 
     def memory_estimate(self, user_agent: str) -> int:

@@ -98,6 +98,11 @@ class CrawlDelayThrottle:
         # host's configured or policy delay); only non-zero delays are kept.
         self._site_delays: dict[str, dict[str, float]] = {}
         self._learnt: set[str] = set()  # hosts whose configured and policy delays are known
+        #: Whether any host has a delay of its own (DOWNLOAD_SLOTS, the budget policy):
+        #: if none has, :meth:`learn` keeps no record of each host (87 bytes a host).
+        self._hosts_have_delays = bool(self._slot_delays) or bool(
+            self.policy is not None and self.policy.max_delay()
+        )
         self.gate_enabled = False  # set by the gate: the start-up check wants it
         polite.limit_by(self)
         self._holds_poll: AsyncioLoopingCall | LoopingCall | None = None
@@ -150,6 +155,8 @@ class CrawlDelayThrottle:
     def learn(self, key: str, request: Request) -> None:
         """Note the configured and policy delays of *request*'s host in unit *key*'s
         floor (once per host)."""
+        if not self._hosts_have_delays:
+            return
         host = urlparse_cached(request).hostname or ""
         if host in self._learnt:
             return
