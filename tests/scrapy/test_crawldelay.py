@@ -267,11 +267,15 @@ QUEUES = (
     "scrapy.pqueues.ScrapyPriorityQueue",
     "scrapy.pqueues.DownloaderAwarePriorityQueue",
 )
+PER_IP_DEPRECATED = pytest.mark.filterwarnings(
+    "ignore:The CONCURRENT_REQUESTS_PER_IP setting is deprecated"
+)
 LIMITS = {
     "per-domain-1": (1, {"CONCURRENT_REQUESTS_PER_DOMAIN": 1}),
     "per-domain-2": (2, {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}),
     # Scrapy gives every slot CONCURRENT_REQUESTS_PER_IP instead, when it is set
-    # (DownloaderAwarePriorityQueue refuses it).
+    # (DownloaderAwarePriorityQueue refuses it; Scrapy 2.19 deprecates it, and
+    # still honours it).
     "per-ip-1": (1, {"CONCURRENT_REQUESTS_PER_DOMAIN": 4, "CONCURRENT_REQUESTS_PER_IP": 1}),
 }
 
@@ -279,7 +283,9 @@ LIMITS = {
 @pytest.mark.parametrize(
     ("queue", "per_host", "limits"),
     [
-        pytest.param(queue, *limits, id=f"{queue.rsplit('.', 1)[1]}-{name}")
+        pytest.param(
+            queue, *limits, id=f"{queue.rsplit('.', 1)[1]}-{name}", marks=PER_IP_DEPRECATED
+        )
         for queue in QUEUES
         for name, limits in LIMITS.items()
         if not (name == "per-ip-1" and queue.endswith("DownloaderAwarePriorityQueue"))

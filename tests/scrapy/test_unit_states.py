@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -96,6 +97,7 @@ def test_a_unit_without_a_floor_at_its_concurrency_is_in_progress_until_one_ends
     assert polite.state("a.com") == "ready"
 
 
+@pytest.mark.filterwarnings("ignore:The CONCURRENT_REQUESTS_PER_IP setting is deprecated")
 def test_a_units_concurrency_is_scrapys_and_autothrottles_target_caps_it():
     slots = {"DOWNLOAD_SLOTS": {"slow.com": {"concurrency": 1}}}
     plain = concurrency(Settings({"CONCURRENT_REQUESTS_PER_DOMAIN": 4, **slots}))
