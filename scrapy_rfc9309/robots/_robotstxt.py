@@ -98,12 +98,16 @@ class RobotsTxt:
         #: Content-Usage / Content-Signal records whose value was unusable, or that
         #: stood outside any group, and were ignored (at most :data:`MAX_IGNORED`).
         self.ignored = ignored
-        self._by_token: dict[str, list[Group]] = {}
-        for group in groups:
-            for agent in group.agents:
-                members = self._by_token.setdefault(agent, [])
-                if not members or members[-1] is not group:
-                    members.append(group)
+        # The groups of each product token; none for a file of one group (most
+        # files), whose agents decide (248 bytes a file less: the table and its list).
+        self._by_token: dict[str, list[Group]] | None = None
+        if len(groups) != 1:
+            by_token = self._by_token = {}
+            for group in groups:
+                for agent in group.agents:
+                    members = by_token.setdefault(agent, [])
+                    if not members or members[-1] is not group:
+                        members.append(group)
         self._rulesets: dict[str, RuleSet] = {}
         # Tokens checked once, not yet compiled.  A tuple of strings, which the garbage
         # collector does not track (a set it does): a broad crawl keeps thousands of
@@ -173,9 +177,13 @@ class RobotsTxt:
         if cached is not None and cached[0] == user_agent:
             return cached[1]
         estimate = _BASE_BYTES + _SITEMAP_BYTES * len(self.sitemaps)
+        agent_bytes = _AGENT_BYTES
+        if self._by_token is None:  # one group: no table of tokens, an agent a name
+            estimate -= _TABLE_BYTES
+            agent_bytes = _NAME_BYTES
         estimate += sum(map(len, self.sitemaps))
         for group in self.groups:
-            estimate += _GROUP_BYTES + _AGENT_BYTES * len(group.agents)
+            estimate += _GROUP_BYTES + agent_bytes * len(group.agents)
             estimate += _RULE_BYTES * (len(group.patterns) + len(group.preferences))
             estimate += sum(map(len, group.patterns))
         compiled, _ = self._rules_for(product_token(user_agent))
@@ -207,7 +215,11 @@ class RobotsTxt:
         return GroupSelection(token, tuple(self._groups_for(token)))
 
     def _groups_for(self, token: str) -> list[Group]:
-        return (self._by_token.get(token) if token else None) or self._by_token.get(STAR, [])
+        by_token = self._by_token
+        if by_token is None:  # one group: it applies if it names the token, or *
+            agents = self.groups[0].agents
+            return self.groups if (token and token in agents) or STAR in agents else []
+        return (by_token.get(token) if token else None) or by_token.get(STAR, [])
 
     def _applying(self, user_agent: str) -> list[Group]:
         """The groups :meth:`select` would give, without making a selection (read at
@@ -325,6 +337,9 @@ _BASE_BYTES = 1_250
 _SITEMAP_BYTES = 64
 _GROUP_BYTES = 314
 _AGENT_BYTES = 184
+#: What a file of one group holds less: its table of tokens, and an agent's entry.
+_TABLE_BYTES = 100
+_NAME_BYTES = 60
 _RULE_BYTES = 69
 _RULE_SET_BYTES = 922
 _COMPILED_BYTES = 355
