@@ -64,32 +64,33 @@ def test_importing_the_package_changes_no_logging():
     assert result.returncode == 0, result.stderr
 
 
-def test_importing_any_module_installs_no_reactor():
-    """A settings module that imports the package before Scrapy installs its reactor
-    must not get Twisted's default one (the crawl would then fail on the mismatch)."""
+def import_each_module_then(check: str) -> None:
+    """In a fresh interpreter, import the package's modules one by one, and after
+    each run *check* (a line of Python; ``info.name`` names the module): the first
+    import that fails it is the module to blame."""
     code = (
         "import importlib, pkgutil, sys, scrapy_rfc9309\n"
         "for info in pkgutil.walk_packages(scrapy_rfc9309.__path__, 'scrapy_rfc9309.'):\n"
         "    importlib.import_module(info.name)\n"
-        "    assert 'twisted.internet.reactor' not in sys.modules, info.name\n"
+        f"    {check}\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_importing_any_module_installs_no_reactor():
+    """A settings module that imports the package before Scrapy installs its reactor
+    must not get Twisted's default one (the crawl would then fail on the mismatch)."""
+    import_each_module_then("assert 'twisted.internet.reactor' not in sys.modules, info.name")
 
 
 def test_what_only_some_crawls_need_is_imported_when_first_needed():
     """PyYAML (a policy file), http-sf (a usage preference) and difflib (a misspelt
     setting) cost a crawl that needs none of them 2.2 MiB of memory when imported
     with the package: no module imports them at its top."""
-    code = (
-        "import importlib, pkgutil, sys, scrapy_rfc9309\n"
-        "for info in pkgutil.walk_packages(scrapy_rfc9309.__path__, 'scrapy_rfc9309.'):\n"
-        "    importlib.import_module(info.name)\n"
-        "    loaded = {'yaml', 'http_sf', 'difflib'} & set(sys.modules)\n"
-        "    assert not loaded, (info.name, loaded)\n"
+    import_each_module_then(
+        "assert not {'yaml', 'http_sf', 'difflib'} & set(sys.modules), info.name"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
 
 
 def test_the_scrapy_side_uses_only_the_cores_public_modules():
