@@ -99,7 +99,8 @@ class RobotsTxt:
         #: stood outside any group, and were ignored (at most :data:`MAX_IGNORED`).
         self.ignored = ignored
         # The groups of each product token; none for a file of one group (most
-        # files), whose agents decide (248 bytes a file less: the table and its list).
+        # files), whose agents decide: a dictionary and a list less (190 bytes a
+        # host of a 1,500-host crawl whose files name one agent, tracemalloc).
         self._by_token: dict[str, list[Group]] | None = None
         if len(groups) != 1:
             by_token = self._by_token = {}
