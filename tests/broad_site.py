@@ -16,6 +16,17 @@ from collections.abc import Callable
 Responder = Callable[[str, str, dict[str, str]], tuple[int, dict[str, str], bytes]]
 
 
+def robots_and_pages(robots: str) -> Responder:
+    """Answers *robots* at ``/robots.txt`` and a small HTML page at every other path."""
+
+    def respond(host: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        if path == "/robots.txt":
+            return 200, {}, robots.encode()
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    return respond
+
+
 def addresses(count: int, first: int = 2) -> list[str]:
     """*count* loopback addresses, 127.0.1.2 onwards (127.0.0.1 stays for other tests)."""
     numbers = itertools.islice(itertools.count(256 + first), count)

@@ -26,7 +26,7 @@ from scrapy_rfc9309.downloadermiddlewares.robotstxt._fleet import SharedRobotsFe
 from scrapy_rfc9309.fleet import authority_key
 from scrapy_rfc9309.fleet.robots import SharedFetch, SharedRobots
 from scrapy_rfc9309.robots import FetchOutcome, RedisRobotsStore, RobotsTxt
-from tests.broad_site import BroadSite, addresses
+from tests.broad_site import BroadSite, addresses, robots_and_pages
 from tests.delay_proxy import DelayProxy
 from tests.helpers import WITHOUT_REACTOR, on_loop
 from tests.processes import crawl_process, run_crawl
@@ -228,11 +228,7 @@ def test_three_processes_over_200_hosts_keep_every_hosts_crawl_delay_robots_txt_
     proxy = DelayProxy(("127.0.0.1", port), rtt=0.001)
     fleet_redis = f"redis://127.0.0.1:{proxy.port}/5"
 
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode()
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
-
+    respond = robots_and_pages(f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n")
     site = BroadSite(addresses(hosts, first=600), respond, page_time=0.05)
     try:
         # A host's pages side by side in the fleet's queue: processes popping at once
@@ -534,11 +530,7 @@ def test_a_redis_spider_reads_its_next_start_urls_while_its_hosts_wait_for_their
     # Crawl-delay, wide enough for a loaded machine's pauses.
     delay, hosts = 3, 12
 
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, f"User-agent: *\nCrawl-delay: {delay}\n".encode()
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
-
+    respond = robots_and_pages(f"User-agent: *\nCrawl-delay: {delay}\n")
     site = BroadSite(addresses(hosts, first=1300), respond)
     try:
         urls = [site.url(host, f"/p/{n}") for host in site.hosts for n in range(2)]

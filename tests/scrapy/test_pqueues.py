@@ -12,7 +12,7 @@ from scrapy.core.engine import ExecutionEngine
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
-from tests.broad_site import BroadSite, addresses
+from tests.broad_site import BroadSite, addresses, robots_and_pages
 from tests.crawl import SlotOccupancy, crawl
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
@@ -144,13 +144,7 @@ class EarlyRequests:
 async def test_requests_handed_out_early_never_fill_the_downloader():
     """At most half of CONCURRENT_REQUESTS wait in the gate for their unit: a full
     downloader has Scrapy read every start request into the scheduler."""
-    from tests.broad_site import BroadSite, addresses
-
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, b"User-agent: *\nCrawl-delay: 0.5\n"
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
-
+    respond = robots_and_pages("User-agent: *\nCrawl-delay: 0.5\n")
     site = BroadSite(addresses(12, first=1200), respond)
     try:
         urls = [site.url(host, f"/p/{n}") for n in range(3) for host in site.hosts]

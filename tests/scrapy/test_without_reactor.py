@@ -86,13 +86,9 @@ def test_a_retry_after_holds_the_host(site, mode, queue):
 def test_a_broad_crawl_keeps_every_hosts_crawl_delay(mode):
     """100 hosts on 127.0.x.y crawled at once, each with a Crawl-delay: on every
     host's own clock, no two requests (robots.txt included) closer than it."""
-    from tests.broad_site import BroadSite, addresses
+    from tests.broad_site import BroadSite, addresses, robots_and_pages
 
-    def respond(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, b"User-agent: *\nCrawl-delay: 0.3\n"
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
-
+    respond = robots_and_pages("User-agent: *\nCrawl-delay: 0.3\n")
     site = BroadSite(addresses(100, first=900), respond, page_time=0.02)
     try:
         urls = [site.url(host, f"/p/{n}") for n in range(2) for host in site.hosts]
