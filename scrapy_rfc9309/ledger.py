@@ -78,10 +78,15 @@ class LocalLedger(Ledger):
         progress ends), if its floor is *floor* and it is held until *held_until*:
         with a floor, one request at a time, end to start; without one, up to
         *concurrency* at a time."""
-        if self.running(unit) >= (1 if floor else concurrency):
+        if self.full(unit, floor, concurrency):
             return INFINITY
         last = self._last_end.get(unit)
         return max(held_until, last + floor if last is not None and floor else 0.0)
+
+    def full(self, unit: str, floor: float, concurrency: int = 1) -> bool:
+        """Whether *unit* has as many requests in progress as it may: one with a
+        floor, *concurrency* without."""
+        return self.running(unit) >= (1 if floor else concurrency)
 
     def running(self, unit: str) -> int:
         """The requests of *unit* started and not ended."""

@@ -205,7 +205,7 @@ class Politeness:
         concurrency: the next waits in the gate for one to end, not in Scrapy's
         download slot (which sends all it holds at once, and where a 429's hold would
         not stop it)."""
-        return not self.floor(key) and self.ledger.running(key) >= self.concurrency(key)
+        return not self.floor(key) and self.ledger.full(key, 0.0, self.concurrency(key))
 
     def _reads_before(self, key: str, authority: str) -> bool:
         """Whether a request of *authority*'s robots.txt fetch waits for a robots.txt
@@ -233,7 +233,7 @@ class Politeness:
         now = self.now()
         if self.held_until(key) > now:
             return "held"
-        if (self.floor(key) and self.ledger.running(key)) or self.full(key):
+        if self.ledger.full(key, self.floor(key), self.concurrency(key)):
             return "in progress"
         last = self.ledger.last_end(key)
         if last is not None and last + self.floor(key) > now:
