@@ -5,7 +5,7 @@ one host measured on the server's clock (lower bounds only)."""
 import pytest
 import pytest_twisted
 
-from tests.broad_site import BroadSite, addresses
+from tests.broad_site import BroadSite, addresses, robots_and_pages
 from tests.crawl import crawl
 
 HOSTS = 300
@@ -13,10 +13,7 @@ PAGES = 3
 CRAWL_DELAY = 0.5
 
 
-def respond(host, path, headers):
-    if path == "/robots.txt":
-        return 200, {}, f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\nDisallow: /private\n".encode()
-    return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+respond = robots_and_pages(f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\nDisallow: /private\n")
 
 
 @pytest.fixture
@@ -94,24 +91,36 @@ async def test_requests_that_waited_for_their_hosts_take_a_place_of_concurrent_r
     assert site.most_pages <= 6
 
 
-@pytest.mark.parametrize("queue", list(QUEUES))
+@pytest.mark.parametrize(
+    ("queue", "limits"),
+    [
+        *((queue, {}) for queue in QUEUES),
+        # Scrapy gives every slot CONCURRENT_REQUESTS_PER_IP when it is set
+        # (DownloaderAwarePriorityQueue refuses it; Scrapy 2.19 deprecates it).
+        pytest.param(
+            "scrapys-queue",
+            {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS_PER_IP": 2},
+            id="scrapys-queue-per-ip",
+            marks=pytest.mark.filterwarnings(
+                "ignore:The CONCURRENT_REQUESTS_PER_IP setting is deprecated"
+            ),
+        ),
+    ],
+)
 @pytest_twisted.ensureDeferred
-async def test_no_host_without_a_floor_gets_more_requests_at_once_than_its_concurrency(queue):
+async def test_no_host_without_a_floor_gets_more_requests_at_once_than_its_concurrency(
+    queue, limits
+):
     """Hundreds of hosts without a Crawl-delay, 4 pages each answered in 0.2 s: on
-    every host's own count, never more pages in progress at once than
-    CONCURRENT_REQUESTS_PER_DOMAIN, whichever queue (Scrapy's download slot sends
-    every request queued in it at once)."""
-
-    def respond_allow(host, path, headers):
-        if path == "/robots.txt":
-            return 200, {}, b"User-agent: *\nAllow: /\n"
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
-
+    every host's own count, never more pages in progress at once than its slot's
+    concurrency (2, per domain or per IP), whichever queue (Scrapy's download slot
+    sends every request queued in it at once)."""
+    respond_allow = robots_and_pages("User-agent: *\nAllow: /\n")
     site = BroadSite(addresses(200, first=1500), respond_allow, page_time=0.2)
     try:
         # A host's pages one after another: they come to it together.
         urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(4)]
-        crawler = await broad_crawl(urls, queue)
+        crawler = await broad_crawl(urls, queue, **limits)
     finally:
         site.close()
     assert len(crawler.spider.seen) == 800
