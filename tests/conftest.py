@@ -1,3 +1,4 @@
+import atexit
 import os
 import shutil
 import socket
@@ -20,18 +21,12 @@ def pytest_configure(config):
     if os.environ.get(SUITE_TMP):  # a worker: the controller made it
         return
     directory = tempfile.mkdtemp(prefix="rfc9309-tests-")
-    config.stash[_SUITE_TMP_KEY] = directory
     os.environ[SUITE_TMP] = os.environ["TMPDIR"] = directory
     tempfile.tempdir = directory
-
-
-def pytest_unconfigure(config):
-    directory = config.stash.get(_SUITE_TMP_KEY, None)
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-_SUITE_TMP_KEY = pytest.StashKey[str]()
+    # At exit, not at pytest_unconfigure: multiprocessing's own exit handler (its
+    # module is first imported later, so its handler runs before this one) removes
+    # the folder it made in there, and would fail if the directory were gone.
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
 @pytest.fixture

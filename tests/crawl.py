@@ -152,3 +152,23 @@ async def crawl(
     crawler = runner.create_crawler(spider)
     await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[], **spider_kwargs)
     return crawler
+
+
+try:
+    import redis
+except ImportError:  # the Redis extra is not installed: fleet tests are not run
+    redis = None
+
+if redis is not None:
+
+    class _OwnConnection(redis.Connection):
+        """A connection class of the project's own, as projects subclass redis-py's
+        (to count, trace or retry): the shared queue cannot mirror it with its own
+        client, so it calls redis-py for everything."""
+
+    class RedisOfOwnConnections(redis.Redis):
+        """``REDIS_PARAMS = {"redis_cls": "tests.crawl.RedisOfOwnConnections"}``."""
+
+        @classmethod
+        def from_url(cls, url: str, **kwargs: Any) -> Any:
+            return super().from_url(url, connection_class=_OwnConnection, **kwargs)

@@ -463,12 +463,24 @@ def test_a_fleet_redis_stopped_and_restarted_mid_crawl_never_makes_it_less_polit
     assert sum(s.get("fleet/spacing_acquired", 0) for s in stats) >= 4  # before the stop
 
 
-def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(site, fleet_redis):
+@pytest.mark.parametrize(
+    "redis_params",
+    [{}, {"redis_cls": "tests.crawl.RedisOfOwnConnections"}],
+    ids=["redis-py", "own-connection-class"],
+)
+def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(
+    site, fleet_redis, redis_params
+):
     """No FLEET_REDIS_URL: the add-on shares politeness through scrapy-redis's own
-    Redis (REDIS_URL), and hands requests out by readiness from it."""
+    Redis (REDIS_URL), and hands requests out by readiness from it; also when the
+    project's redis-py client uses a connection class of its own, which the shared
+    queue cannot mirror with its asynchronous client: every call goes through
+    redis-py then."""
     site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
     urls = [f"{site.url}/p/{i}" for i in range(12)]
-    settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO")
+    settings = fleet_settings(
+        fleet_redis, DOMAINBUDGET_ENABLED=False, LOG_LEVEL="INFO", REDIS_PARAMS=redis_params
+    )
     del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
     logs: list[str] = []
     stats = wait_all(start_fleet(settings, urls), logs=logs)
