@@ -151,6 +151,23 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
     await on_loop(queue.close())
 
 
+@pytest_twisted.ensureDeferred
+async def test_the_shared_queue_hands_a_units_requests_out_first_in_first_out(url):
+    """Within a unit, requests leave in the order they came, whatever their
+    ``priority`` (documented: a project that needs priority order keeps
+    scrapy-redis's ``PriorityQueue``)."""
+    from scrapy import Request
+
+    queue = shared_queue(url, "fifo")
+    queue.clear()
+    for path, priority in (("/1", 0), ("/2", 5), ("/3", -1), ("/4", 2)):
+        queue.push(Request(f"http://a.example{path}", priority=priority))
+    await on_loop(told(queue))
+    popped = [queue.pop().url for _ in range(4)]  # no floor, no gate: none is held
+    assert popped == [f"http://a.example/{n}" for n in range(1, 5)]
+    await on_loop(queue.close())
+
+
 class Counting(redis.Redis):
     """redis-py's client, counting the script calls it blocks for."""
 
