@@ -156,13 +156,23 @@ end
 -- was last known to have (a hash: -1 or absent, not known yet), each unit's owner
 -- (a hash), the processes seen lately (a sorted set by when), the count of units
 -- given an owner, the last request this process popped (a hash: its pop's number
--- and the request).  Each unit is also in its owner's own set (KEYS[4] .. ':' ..
--- owner) by the same time, so that a pop finds the process's ready units however
--- many others' are ready.  Every queue function's first arguments are `queue`'s.
+-- and the request), the count of requests ever pushed (their arrival numbers).
+-- Each unit is also in its owner's own set (KEYS[4] .. ':' .. owner) by the same
+-- time, so that a pop finds the process's ready units however many others' are
+-- ready.  Every queue function's first arguments are `queue`'s.
+--
+-- A unit's requests are a sorted set (its "list", at `lists` .. unit), popped in
+-- Scrapy's order: the highest priority first (the score is minus the priority),
+-- first in, first out among equals (each member is the request after its arrival
+-- number, 16 hex digits, which Redis orders bytewise among equal scores).
 
 local q = {}
 
--- `lists`: the prefix of the units' lists; `wakes`: of the processes' wake lists;
+local ARRIVAL = 16  -- the arrival number's width, before the request
+local function entry(data, arrival) return string.format('%016x', arrival) .. data end
+local function request_of(member) return string.sub(member, ARRIVAL + 1) end
+
+-- `lists`: the prefix of the units' request sets; `wakes`: of the processes' wake lists;
 -- `process`: this process's id, seen now; `seen_for`: how long a process counts as
 -- seen; `ledger`: the prefix of the units' records.
 local function queue(lists, wakes, process, seen_for, ledger)
@@ -236,7 +246,7 @@ local function apply_ends(first)
     if redis.call('ZSCORE', KEYS[1], name) then
       local wait = wait_of(unit, math.max(unit.floor, POLL))
       place(name, now + wait)
-      if redis.call('LLEN', q.lists .. name) > 0 then
+      if redis.call('ZCARD', q.lists .. name) > 0 then
         if not soonest or wait < soonest then soonest = wait end
         local process = owner(name)
         if process then wake(process) end
@@ -252,24 +262,49 @@ function calls.join(...)
   return 1
 end
 
--- Version 0.1 named the units' sorted set and lists after hosts: KEYS[1] = the old
--- set, KEYS[2] = the new one.  Renames the old keys (lists prefixed `old`) if there
--- are any and no new ones; returns 1 if it did.
+-- A queue version 0.1 left: KEYS[1] = its units (named after hosts, their lists
+-- prefixed `old`), KEYS[2] = the units, KEYS[3] = the count of requests ever
+-- pushed, which 0.1 did not keep.  Unless that count exists, each unit's list
+-- (prefixed `old`, or `new` if KEYS[2] exists) becomes its sorted set, its requests
+-- in their order, at priority 0 (the lists kept no priority), and 0.1's units are
+-- renamed.  Returns how many requests it took over.
 function calls.take_over(old, new)
-  if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-  for _, name in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-    if redis.call('EXISTS', old .. name) == 1 then redis.call('RENAME', old .. name, new .. name) end
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+  local units = KEYS[2]
+  if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('EXISTS', KEYS[2]) == 0 then
+    units = KEYS[1]
+  else
+    old = new
   end
-  redis.call('RENAME', KEYS[1], KEYS[2])
-  return 1
+  local arrival = 0
+  for _, name in ipairs(redis.call('ZRANGE', units, 0, -1)) do
+    local list = old .. name
+    if redis.call('TYPE', list).ok == 'list' then
+      local set = {}
+      for _, data in ipairs(redis.call('LRANGE', list, 0, -1)) do
+        arrival = arrival + 1
+        table.insert(set, 0)
+        table.insert(set, entry(data, arrival))
+      end
+      redis.call('DEL', list)
+      for i = 1, #set, 2000 do
+        redis.call('ZADD', new .. name, unpack(set, i, math.min(i + 1999, #set)))
+      end
+    end
+  end
+  if units ~= KEYS[2] then redis.call('RENAME', KEYS[1], KEYS[2]) end
+  redis.call('SET', KEYS[3], arrival)
+  return arrival
 end
 
--- ARGV after `queue`'s: the unit, the encoded request.  A new unit, or one whose
--- owner is gone, is given to the processes seen lately, sorted, in turn; a unit
--- that had nothing queued wakes its owner.
-function calls.push(lists, wakes, process, seen_for, ledger, name, data)
+-- ARGV after `queue`'s: the unit, the encoded request, its priority.  A new unit,
+-- or one whose owner is gone, is given to the processes seen lately, sorted, in
+-- turn; a unit that had nothing queued wakes its owner.
+function calls.push(lists, wakes, process, seen_for, ledger, name, data, priority)
   queue(lists, wakes, process, seen_for, ledger)
-  local queued = redis.call('RPUSH', q.lists .. name, data)
+  local arrival = redis.call('INCR', KEYS[8])
+  redis.call('ZADD', q.lists .. name, -tonumber(priority), entry(data, arrival))
+  local queued = redis.call('ZCARD', q.lists .. name)
   redis.call('INCR', KEYS[2])
   redis.call('ZADD', KEYS[1], 'NX', int(now), name)
   local taker = owner(name)
@@ -288,10 +323,11 @@ end
 -- reach the site).  The unit keeps its place, its record and its hold.  Returns them.
 function calls.take_all(lists, wakes, process, seen_for, ledger, name)
   queue(lists, wakes, process, seen_for, ledger)
-  local list = q.lists .. name
-  local all = redis.call('LRANGE', list, 0, -1)
-  redis.call('DEL', list)
+  local set = q.lists .. name
+  local all = redis.call('ZRANGE', set, 0, -1)
+  redis.call('DEL', set)
   redis.call('DECRBY', KEYS[2], #all)
+  for i, member in ipairs(all) do all[i] = request_of(member) end
   return all
 end
 
@@ -341,11 +377,12 @@ function calls.pop(lists, wakes, process, seen_for, ledger, lease, grace, number
       place(name, now + wait)
       return false
     end
-    local data = redis.call('LPOP', q.lists .. name)
-    if not data then
+    local first = redis.call('ZPOPMIN', q.lists .. name)
+    if #first == 0 then
       drop(name)
       return false
     end
+    local data = request_of(first[1])
     local token = ''
     if floor > 0 and lease > 0 then
       token = 'pop:' .. q.process .. ':' .. number

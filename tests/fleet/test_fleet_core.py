@@ -152,19 +152,21 @@ async def test_the_shared_queue_keeps_a_host_held_when_its_list_empties_and_refi
 
 
 @pytest_twisted.ensureDeferred
-async def test_the_shared_queue_hands_a_units_requests_out_first_in_first_out(url):
-    """Within a unit, requests leave in the order they came, whatever their
-    ``priority`` (documented: a project that needs priority order keeps
-    scrapy-redis's ``PriorityQueue``)."""
+async def test_the_shared_queue_hands_a_units_requests_out_in_scrapys_order(url):
+    """Within a unit, requests leave as from Scrapy's own queues and scrapy-redis's
+    ``PriorityQueue``: the highest priority first (a redirect's +2 before, a retry's
+    -1 after), and first in, first out among equals."""
     from scrapy import Request
 
-    queue = shared_queue(url, "fifo")
+    queue = shared_queue(url, "order")
     queue.clear()
-    for path, priority in (("/1", 0), ("/2", 5), ("/3", -1), ("/4", 2)):
+    pushed = [("/1", 0), ("/2", 5), ("/3", -1), ("/4", 2), ("/5", 0), ("/6", 5), ("/7", -1)]
+    for path, priority in pushed:
         queue.push(Request(f"http://a.example{path}", priority=priority))
     await on_loop(told(queue))
-    popped = [queue.pop().url for _ in range(4)]  # no floor, no gate: none is held
-    assert popped == [f"http://a.example/{n}" for n in range(1, 5)]
+    popped = [queue.pop() for _ in pushed]  # no floor, no gate: none is held
+    assert [request.url[-2:] for request in popped] == ["/2", "/6", "/4", "/1", "/5", "/3", "/7"]
+    assert [request.priority for request in popped] == [5, 5, 2, 0, 0, -1, -1]
     await on_loop(queue.close())
 
 
@@ -473,10 +475,12 @@ async def test_a_shared_queue_that_closes_leaves_the_fleet_at_once(url):
 
 @pytest_twisted.ensureDeferred
 async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_request(url):
-    """Earlier versions named the shared queue's keys after hosts (``:hosts``,
-    ``:host:{unit}``).  A fleet stopped and started again on this version finds its
-    queue: the first process to open it renames the old keys (``:units``,
-    ``:unit:{unit}``), and every request queued is still there."""
+    """Version 0.1 named the shared queue's keys after hosts (``:hosts``,
+    ``:host:{unit}``) and kept each one's requests in a list.  A fleet stopped and
+    started again on this version finds its queue: the first process to open it
+    renames the old keys (``:units``, ``:unit:{unit}``), each list a sorted set,
+    and every request queued is still there, in its order (at priority 0: the
+    lists kept none), before those pushed since at the same priority."""
     from scrapy import Request, Spider
     from scrapy.utils.test import get_crawler
     from scrapy_redis import picklecompat
@@ -492,22 +496,34 @@ async def test_a_shared_queue_an_earlier_version_left_is_taken_over_with_every_r
     hosts = ("a.example", "b.example")
     queue = opened()
     queue.clear()
-    for host in hosts:
-        for n in range(2):
-            queue.push(Request(f"http://{host}/{n}", meta={"download_slot": host}))
-    await on_loop(told(queue))
     await on_loop(queue.close())
-    server.rename("old:units", "old:hosts")  # as an earlier version left them
-    for host in hosts:
-        server.rename(f"old:unit:{host}", f"old:host:{host}")
+    for host in hosts:  # as version 0.1 left them: a list a host, the hosts by time
+        for n in range(2):
+            request = Request(f"http://{host}/{n}", meta={"download_slot": host})
+            server.rpush(f"old:host:{host}", queue._encode(request))
+        server.zadd("old:hosts", {host: 0})
+    server.set("old:count", 4)
+    server.delete("old:pushed")  # 0.1 did not keep it
     taken_over = opened()
     assert len(taken_over) == 4
     assert not server.exists("old:hosts", *(f"old:host:{host}" for host in hosts))
+    assert all(server.type(f"old:unit:{host}") == b"zset" for host in hosts)
+    taken_over.push(Request("http://a.example/new", meta={"download_slot": "a.example"}))
+    await on_loop(told(taken_over))
     await on_loop(asyncio.sleep(2.6))  # the units' owner is gone: theirs after the grace
-    urls = set()
+    urls = []
     while (request := taken_over.pop()) is not None:
-        urls.add(request.url)
-    assert urls == {f"http://{host}/{n}" for host in hosts for n in range(2)}
+        urls.append(request.url)
+        taken_over.politeness.finished(request, reached=True)  # a unit's next may go
+        await on_loop(told(taken_over))
+    assert sorted(urls) == sorted(
+        [f"http://{h}/{n}" for h in hosts for n in range(2)] + ["http://a.example/new"]
+    )
+    assert [url for url in urls if "a.example" in url] == [
+        "http://a.example/0",
+        "http://a.example/1",
+        "http://a.example/new",
+    ]
     await on_loop(taken_over.close())
 
 

@@ -4,11 +4,12 @@
 scrapy-redis's own queues hand out requests in their order, whatever their host: a
 process takes a slow host's backlog into its own memory, where it waits for the
 Crawl-delay (and is lost if the process is killed), while the other processes find
-the queue empty.  Here the queue keeps one list per politeness unit (a host by
-default, see :mod:`._units`) and a sorted set of the units by the time each may next
-be contacted, so a pop returns a request only of a unit that is ready for the whole
-fleet (when none is, the engine is woken when the first one will be; see
-:mod:`._waker`):
+the queue empty.  Here the queue keeps the requests of each politeness unit (a host
+by default, see :mod:`._units`) apart, in Scrapy's order (the highest ``priority``
+first, first in, first out among equals, as Scrapy's own queues), and a sorted set
+of the units by the time each may next be contacted, so a pop returns a request only
+of a unit that is ready for the whole fleet (when none is, the engine is woken when
+the first one will be; see :mod:`._waker`):
 
 * a unit is held (not ready) from the pop of one of its requests until the process
   that took it says the request ended, then ready ``floor`` later; a unit whose floor
@@ -172,8 +173,8 @@ def _async_client(server: Any, timeout: float = 5.0) -> PipelinedRedis | None:
 
 
 class HostReadyRedisQueue(Base):  # type: ignore[misc]
-    """scrapy-redis queue of one list per politeness unit, handed out by the units'
-    ready times."""
+    """scrapy-redis queue of the requests of each politeness unit, handed out by the
+    units' ready times, a unit's by priority."""
 
     def __init__(self, server: Any, spider: Spider, key: str, serializer: Any = None) -> None:
         import redis
@@ -193,8 +194,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._id = uuid.uuid4().hex
         #: Every script's KEYS: the units by ready time (a sorted set), the requests
         #: left, the units' floors, their owners (hashes), the processes seen lately
-        #: (a sorted set by when), the count of units given an owner, and the last
-        #: request this process popped.
+        #: (a sorted set by when), the count of units given an owner, the last
+        #: request this process popped, and the count of requests ever pushed.
         self.keys = [
             f"{self.key}:{name}"
             for name in (
@@ -205,6 +206,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                 "processes",
                 "assigned",
                 f"taken:{self._id}",
+                "pushed",
             )
         ]
         self._pops = 0  # this process's pops: the last one's number
@@ -263,11 +265,16 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self.crawler.signals.connect(self._keep_open, signal=signals.spider_idle)
         old_units, old_lists = f"{self.key}:hosts", f"{self.key}:host:"
         taken_over = self._ledger(
-            keys=[old_units, self.keys[0]], args=["take_over", old_lists, self._list_prefix]
+            keys=[old_units, self.keys[0], self.keys[7]],
+            args=["take_over", old_lists, self._list_prefix],
         )
         if taken_over:
             logger.info(
-                "The shared queue renamed the keys version 0.1 left (%s, %s*)", old_units, old_lists
+                "The shared queue took over %d request(s) an earlier version left in "
+                "lists (%s*, %s*), in their order, at priority 0",
+                taken_over,
+                old_lists,
+                self._list_prefix,
             )
         # Seen from the start (scrapy-redis opens its queue as the crawl opens): the
         # units pushed before this process's first pop are shared with it too.
@@ -336,7 +343,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self._left, self._counted_at = int(count or 0), now
 
     def push(self, request: Request) -> None:
-        """Add *request* to its unit's list: through the pipelined asynchronous
+        """Add *request* to its unit's requests: through the pipelined asynchronous
         connection when there is one (the command is written at the event loop's
         next turn, not waited for), else with a blocking call.  A request whose
         domain's budget is spent, or that a robots.txt at hand refuses, stays here:
@@ -352,7 +359,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     def _send(self, request: Request) -> None:
         """Push *request* to Redis (kept here if Redis cannot be reached)."""
         unit = self.politeness.unit(request)
-        args = [unit, self._encode(request)]
+        args = [unit, self._encode(request), request.priority]
         if self._client is not None and _loop_running():
             self._pushing += 1
             self._in_background(self._pushed(request, args))
@@ -391,7 +398,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         """*authority*'s robots.txt was decided here: if it refuses every request (it
         is unreachable), its unit's requests are taken out of Redis at once, whatever
         the unit's readiness (a hold, a floor), and dropped here; those of the unit's
-        other authorities go back, at the end of its list."""
+        other authorities go back, behind those of their priority."""
         if entry is None or not entry.refuses_all or self._away:
             return
         args = [self.politeness.unit_of_host(urlsplit(authority).hostname or "")]
