@@ -499,6 +499,26 @@ def test_a_scrapy_redis_fleet_is_polite_with_scrapy_redis_settings_only(
         assert "scrapy_rfc9309.dupefilter.RedisDupeFilter lets them through" in log
 
 
+def test_in_a_scrapy_redis_fleet_a_redirect_goes_before_the_pages_its_host_had_queued(
+    site, fleet_redis
+):
+    """scrapy-redis's default queue hands requests out by priority, and so does the
+    add-on's shared queue within a host: the redirect of a page of a Crawl-delay host
+    (Scrapy raises its priority by 2) is the host's next request, before the pages
+    queued before it, as the site sees them."""
+    site.route("/robots.txt", body=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode())
+    links = "".join(f'<a href="/p/{n}">.</a>' for n in range(1, 7))
+    html = {"Content-Type": "text/html"}
+    site.route("/seed", body=f"<html><body>{links}</body></html>".encode(), headers=html)
+    site.route("/p/1", status=301, headers={"Location": f"{site.url}/moved"})
+    settings = fleet_settings(fleet_redis, DOMAINBUDGET_ENABLED=False)
+    del settings["FLEET_REDIS_URL"], settings["SCHEDULER_QUEUE_CLASS"]
+    wait_all(start_fleet(settings, [f"{site.url}/seed"], processes=1))
+    pages = [hit.path for hit in site.hits if hit.path != "/robots.txt"]
+    assert pages[:3] == ["/seed", "/p/1", "/moved"], pages
+    assert sorted(pages[3:]) == [f"/p/{n}" for n in range(2, 7)]
+
+
 @with_and_without_the_reactor
 def test_a_scrapy_redis_fleet_on_a_tls_redis_is_polite_with_its_tls_options(
     site, tls_redis, reactor
