@@ -169,7 +169,7 @@ end
 local q = {}
 
 local ARRIVAL = 16  -- the arrival number's width, before the request
-local function entry(data, arrival) return string.format('%016x', arrival) .. data end
+local function entry(data, arrival) return string.format('%0' .. ARRIVAL .. 'x', arrival) .. data end
 local function request_of(member) return string.sub(member, ARRIVAL + 1) end
 
 -- `lists`: the prefix of the units' request sets; `wakes`: of the processes' wake lists;
