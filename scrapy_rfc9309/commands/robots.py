@@ -28,14 +28,20 @@ from urllib.parse import urlsplit
 from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from .._redis import redacted_url
 from .._settings import (
     ROBOTS_DEFAULTS,
     RobotsSettings,
     SettingError,
+    fleet_off,
+    scrapy_redis_url,
     with_defaults,
 )
+from ..addon import Addon
 from ..downloadermiddlewares.robotstxt._fetch import Fetched, RobotsFetcher, entry_for, parse_now
 from ..robots import (
     FetchOutcome,
@@ -205,7 +211,7 @@ class Command(ScrapyCommand):
         """Whether crawls keep robots.txt across restarts where this one would look
         (a look never creates the SQLite file)."""
         assert self.settings is not None
-        if self.settings.get("FLEET_REDIS_URL"):
+        if fleet_redis(self.settings):
             return config.persistent_path is not None
         return config.persistent_path is not None and Path(config.persistent_path).exists()
 
@@ -215,7 +221,7 @@ class Command(ScrapyCommand):
         """The entry kept across restarts for *authority*, where it was read, its body;
         with *fresh_only*, ``None`` unless a crawl would use it without a request."""
         assert self.settings is not None
-        fleet = self.settings.get("FLEET_REDIS_URL") or None
+        fleet = fleet_redis(self.settings)
         store: RedisRobotsStore | SQLiteRobotsStore
         if fleet:
             store, where = RedisRobotsStore(fleet, config.max_bytes), redacted_url(fleet)
@@ -256,6 +262,19 @@ class Command(ScrapyCommand):
         if not results:
             return RuntimeError("the crawler did not start (run with --loglevel=INFO to see why)")
         return results[0]
+
+
+def fleet_redis(settings: BaseSettings) -> str | None:
+    """The Redis where the project's crawls keep the fleet's robots.txt copies:
+    ``FLEET_REDIS_URL`` (``None`` when it is off), else, with the add-on in
+    ``ADDONS``, the Redis of scrapy-redis's scheduler, as the add-on sets it for a
+    crawl (a command's settings do not go through add-ons); ``None``: no fleet."""
+    url = settings.get("FLEET_REDIS_URL")
+    if url is not None:
+        return None if fleet_off(url) else str(url)
+    if Addon in (load_object(path) for path in build_component_list(settings["ADDONS"])):
+        return scrapy_redis_url(settings)
+    return None
 
 
 async def _read_kept(

@@ -5,6 +5,7 @@ way ``scrapy.cmdline`` does; one subprocess test keeps the ``--file`` path hones
 real terminal."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -172,19 +173,51 @@ def test_rule_text_that_is_not_utf8_prints_escaped_on_a_strict_utf8_terminal(tmp
     assert "Disallow: /caf\\udce9" in result.stdout
 
 
-def keep_a_copy(site, tmp_path):
+def keep_a_copy(site, tmp_path, **settings):
     """Crawl *site* once, so that its robots.txt (ROBOTS) is kept; the cache's path."""
-    import json
-
     cache = str(tmp_path / "robots.sqlite")
     site.route("/robots.txt", body=ROBOTS)
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
         "ROBOTSTXT_OBEY": True,
         "RFC9309_PERSISTENT_CACHE_PATH": cache,
+        **settings,
     }
     run_crawl(json.dumps(settings), f"{site.url}/page").check_returncode()
     return cache
+
+
+def test_in_a_scrapy_redis_project_the_copy_is_read_where_its_fleet_keeps_it(
+    site, fleet_redis, tmp_path, capsys
+):
+    """A scrapy-redis project with the add-on and no ``FLEET_REDIS_URL``: its crawls
+    keep robots.txt in scrapy-redis's Redis, and so the command reads it there (its
+    settings do not go through the add-on); with ``FLEET_REDIS_URL = False``, in
+    this machine's file, where such a project's crawls keep it."""
+    keep_a_copy(site, tmp_path, FLEET_REDIS_URL=fleet_redis)
+    project = (
+        "-s",
+        f"ADDONS={json.dumps({'scrapy_rfc9309.Addon': 500})}",
+        "-s",
+        "SCHEDULER=scrapy_redis.scheduler.Scheduler",
+        "-s",
+        f"REDIS_URL={fleet_redis}",
+        "-s",
+        f"RFC9309_PERSISTENT_CACHE_PATH={tmp_path / 'other.sqlite'}",
+    )
+    status, out = robots_without_fetching(
+        f"{site.url}/private/x", "--cached", *project, capsys=capsys
+    )
+    assert status == 1, out
+    assert f"robots.txt:   the copy kept in {fleet_redis}, fetched" in out
+    assert "DISALLOWED by 'Disallow: /private' (line 2)" in out
+    assert site.count("/robots.txt") == 1  # read, not fetched
+    off = ("-s", "FLEET_REDIS_URL=False")
+    status, out = robots_without_fetching(
+        f"{site.url}/private/x", "--cached", *project, *off, capsys=capsys
+    )
+    assert status == 2 and f"no copy of {site.url}/robots.txt is kept in " in out, out
+    assert "other.sqlite" in out
 
 
 def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, capsys):
