@@ -45,6 +45,34 @@ def test_budget_shows_usage_and_resets_a_domain(tmp_path):
     assert "(nothing recorded)" in scrapy("budget", *common, cwd=tmp_path).stdout
 
 
+def test_budget_shows_and_resets_a_fleets_budget_in_redis(tmp_path, fleet_redis):
+    """A fleet's budgets (``RedisStorage``): the command reads and resets them in
+    the fleet's Redis, naming it, and creates no SQLite file."""
+    from scrapy_rfc9309.budget.storage import RedisStorage
+
+    store = RedisStorage(fleet_redis)
+    for _ in range(2):
+        store.reserve("example.org", DAY, 0, 0)
+    store.close()
+    common = [
+        "-s",
+        "DOMAINBUDGET_STORAGE=scrapy_rfc9309.budget.storage.RedisStorage",
+        "-s",
+        f"DOMAINBUDGET_REDIS_URL={fleet_redis}",
+        "--day",
+        DAY,
+    ]
+    shown = scrapy("budget", *common, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"Daily budgets on {DAY}, from Redis {fleet_redis}" in shown.stdout
+    line = next(line for line in shown.stdout.splitlines() if "example.org" in line)
+    assert line.split()[:4] == ["example.org", "requests", "2", "/"]
+    reset = scrapy("budget", *common, "--reset", "www.example.org", cwd=tmp_path)
+    assert "Reset the budget of example.org" in reset.stdout, reset.stdout + reset.stderr
+    assert "(nothing recorded)" in scrapy("budget", *common, cwd=tmp_path).stdout
+    assert not list(tmp_path.rglob("*.sqlite"))
+
+
 def test_budget_reports_a_bad_policy_with_exit_status_2(tmp_path):
     policy = tmp_path / "domains.yaml"
     policy.write_text("default_policy:\n  max_pages_per_day: lots\n")
