@@ -68,6 +68,10 @@ class _FetchSpider(Spider):
         "ROBOTSTXT_OBEY": False,  # the fetcher is used directly
         "DOMAINBUDGET_ENABLED": False,
         "CRAWLDELAY_ENABLED": False,
+        # The fetch downloads without scheduling: whatever the project's scheduler and
+        # dupefilter (scrapy-redis's, and its Redis), Scrapy's own, which need nothing.
+        "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
     }
     authority: str
     config: RobotsSettings

@@ -300,6 +300,40 @@ def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_direct
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
 
 
+def test_a_scrapy_redis_project_whose_redis_is_away_still_gets_its_answer(site, tmp_path):
+    """The command fetches without scheduling: a project's scrapy-redis scheduler
+    and dupefilter, whose Redis does not answer, do not stop it (the fetch used to
+    open them, and failed: "the crawler did not start")."""
+    package = tmp_path / "fleet_project"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        "ADDONS = {'scrapy_rfc9309.Addon': 500}\n"
+        "ROBOTSTXT_OBEY = True\n"
+        "SCHEDULER = 'scrapy_redis.scheduler.Scheduler'\n"
+        "DUPEFILTER_CLASS = 'scrapy_redis.dupefilter.RFPDupeFilter'\n"
+        f"REDIS_URL = 'redis://127.0.0.1:{closed_port()}/0'\n"
+    )
+    site.route("/robots.txt", body=ROBOTS)
+    env = {
+        **os.environ,
+        "SCRAPY_SETTINGS_MODULE": "fleet_project.settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", f"{site.url}/private/x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "fetched now" in result.stdout
+    assert "DISALLOWED by 'Disallow: /private'" in result.stdout
+    assert site.count("/robots.txt") == 1
+
+
 def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_path, capsys):
     path = tmp_path / "robots.txt"
     path.write_bytes(
