@@ -69,9 +69,11 @@ class _FetchSpider(Spider):
         "DOMAINBUDGET_ENABLED": False,
         "CRAWLDELAY_ENABLED": False,
         # The fetch downloads without scheduling: whatever the project's scheduler and
-        # dupefilter (scrapy-redis's, and its Redis), Scrapy's own, which need nothing.
+        # dupefilter (scrapy-redis's, and its Redis), Scrapy's own, which need nothing;
+        # and outside the project's job (its paused crawl's state stays as it is).
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+        "JOBDIR": None,
     }
     authority: str
     config: RobotsSettings

@@ -300,19 +300,25 @@ def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_direct
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
 
 
-def test_a_scrapy_redis_project_whose_redis_is_away_still_gets_its_answer(site, tmp_path):
-    """The command fetches without scheduling: a project's scrapy-redis scheduler
-    and dupefilter, whose Redis does not answer, do not stop it (the fetch used to
-    open them, and failed: "the crawler did not start")."""
+def test_the_fetch_leaves_the_projects_scheduler_and_job_alone(site, tmp_path):
+    """The command fetches without scheduling and outside the project's job: a
+    scrapy-redis scheduler and dupefilter whose Redis does not answer do not stop it
+    (the fetch used to open them, and failed: "the crawler did not start"), and a
+    ``JOBDIR`` in the settings keeps its paused crawl's state (the fetch used to
+    write its own over it)."""
     package = tmp_path / "fleet_project"
     package.mkdir()
     (package / "__init__.py").write_text("")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "spider.state").write_bytes(b"the paused crawl's state")
     (package / "settings.py").write_text(
         "ADDONS = {'scrapy_rfc9309.Addon': 500}\n"
         "ROBOTSTXT_OBEY = True\n"
         "SCHEDULER = 'scrapy_redis.scheduler.Scheduler'\n"
         "DUPEFILTER_CLASS = 'scrapy_redis.dupefilter.RFPDupeFilter'\n"
         f"REDIS_URL = 'redis://127.0.0.1:{closed_port()}/0'\n"
+        f"JOBDIR = {str(job)!r}\n"
     )
     site.route("/robots.txt", body=ROBOTS)
     env = {
@@ -332,6 +338,8 @@ def test_a_scrapy_redis_project_whose_redis_is_away_still_gets_its_answer(site, 
     assert "fetched now" in result.stdout
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
     assert site.count("/robots.txt") == 1
+    assert [path.name for path in job.iterdir()] == ["spider.state"]
+    assert (job / "spider.state").read_bytes() == b"the paused crawl's state"
 
 
 def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_path, capsys):
