@@ -68,12 +68,17 @@ class _FetchSpider(Spider):
         "ROBOTSTXT_OBEY": False,  # the fetcher is used directly
         "DOMAINBUDGET_ENABLED": False,
         "CRAWLDELAY_ENABLED": False,
-        # The fetch downloads without scheduling: whatever the project's scheduler and
-        # dupefilter (scrapy-redis's, and its Redis), Scrapy's own, which need nothing;
-        # and outside the project's job (its paused crawl's state stays as it is).
+        # Of the project's crawl, only its download path (downloader middlewares,
+        # handlers): the fetch downloads without scheduling, so Scrapy's own scheduler
+        # and no dupefilter (a scrapy-redis one needs its Redis); outside the
+        # project's job (its paused crawl's state stays as it is); no item pipeline,
+        # extension of the project's or feed (Scrapy's feed exporter would write an
+        # empty feed over the project's file).
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
         "JOBDIR": None,
+        "ITEM_PIPELINES": {},
+        "EXTENSIONS": {"scrapy.extensions.feedexport.FeedExporter": None},
     }
     authority: str
     config: RobotsSettings

@@ -300,18 +300,25 @@ def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_direct
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
 
 
-def test_the_fetch_leaves_the_projects_scheduler_and_job_alone(site, tmp_path):
-    """The command fetches without scheduling and outside the project's job: a
+def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(site, tmp_path):
+    """Of the project's crawl, the command's fetch uses only the download path: a
     scrapy-redis scheduler and dupefilter whose Redis does not answer do not stop it
-    (the fetch used to open them, and failed: "the crawler did not start"), and a
-    ``JOBDIR`` in the settings keeps its paused crawl's state (the fetch used to
-    write its own over it)."""
+    (the fetch used to open them, and failed: "the crawler did not start"); a
+    ``JOBDIR`` keeps its paused crawl's state, and a feed's file its items (the fetch
+    used to write its own state over the one, an empty feed over the other); no
+    item pipeline is opened."""
     package = tmp_path / "fleet_project"
     package.mkdir()
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").write_text(
+        "class Pipeline:\n"
+        "    def open_spider(self, spider=None):\n"
+        f"        open({str(tmp_path / 'opened')!r}, 'w').close()\n"
+    )
     job = tmp_path / "job"
     job.mkdir()
     (job / "spider.state").write_bytes(b"the paused crawl's state")
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"an": "item"}\n')
     (package / "settings.py").write_text(
         "ADDONS = {'scrapy_rfc9309.Addon': 500}\n"
         "ROBOTSTXT_OBEY = True\n"
@@ -319,6 +326,8 @@ def test_the_fetch_leaves_the_projects_scheduler_and_job_alone(site, tmp_path):
         "DUPEFILTER_CLASS = 'scrapy_redis.dupefilter.RFPDupeFilter'\n"
         f"REDIS_URL = 'redis://127.0.0.1:{closed_port()}/0'\n"
         f"JOBDIR = {str(job)!r}\n"
+        f"FEEDS = {{{str(items)!r}: {{'format': 'jsonlines', 'overwrite': True}}}}\n"
+        "ITEM_PIPELINES = {'fleet_project.Pipeline': 300}\n"
     )
     site.route("/robots.txt", body=ROBOTS)
     env = {
@@ -340,6 +349,8 @@ def test_the_fetch_leaves_the_projects_scheduler_and_job_alone(site, tmp_path):
     assert site.count("/robots.txt") == 1
     assert [path.name for path in job.iterdir()] == ["spider.state"]
     assert (job / "spider.state").read_bytes() == b"the paused crawl's state"
+    assert items.read_text() == '{"an": "item"}\n'
+    assert not (tmp_path / "opened").exists()
 
 
 def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_path, capsys):
