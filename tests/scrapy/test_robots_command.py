@@ -272,29 +272,35 @@ def test_bad_urls_and_option_pairs_are_one_line_errors_with_status_2(tmp_path, c
     assert status == 2 and "exclude each other" in err
 
 
-def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_directory(site, tmp_path):
-    """A deployment with its settings module on PYTHONPATH and no scrapy.cfg: Scrapy's
-    data_path() refuses to name a project data directory there."""
-    package = tmp_path / "deployed"
+def robots_in_a_deployment(url, settings, directory, package_code=""):
+    """``scrapy robots URL`` run in *directory* with the settings module
+    ``deployed.settings`` (its text *settings*, the package's *package_code*) on
+    ``PYTHONPATH``, and no scrapy.cfg."""
+    package = directory / "deployed"
     package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "settings.py").write_text(
-        "ADDONS = {'scrapy_rfc9309.Addon': 500}\nROBOTSTXT_OBEY = True\n"
-    )
-    site.route("/robots.txt", body=ROBOTS)
+    (package / "__init__.py").write_text(package_code)
+    (package / "settings.py").write_text(settings)
     env = {
         **os.environ,
         "SCRAPY_SETTINGS_MODULE": "deployed.settings",
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
+        "PYTHONPATH": os.pathsep.join([str(directory), os.getcwd()]),
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", f"{site.url}/private/x"],
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", url],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=directory,
         env=env,
         timeout=60,
     )
+
+
+def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_directory(site, tmp_path):
+    """A deployment with its settings module on PYTHONPATH and no scrapy.cfg: Scrapy's
+    data_path() refuses to name a project data directory there."""
+    settings = "ADDONS = {'scrapy_rfc9309.Addon': 500}\nROBOTSTXT_OBEY = True\n"
+    site.route("/robots.txt", body=ROBOTS)
+    result = robots_in_a_deployment(f"{site.url}/private/x", settings, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
@@ -307,9 +313,7 @@ def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(s
     ``JOBDIR`` keeps its paused crawl's state, and a feed's file its items (the fetch
     used to write its own state over the one, an empty feed over the other); no
     item pipeline is opened."""
-    package = tmp_path / "fleet_project"
-    package.mkdir()
-    (package / "__init__.py").write_text(
+    pipeline = (
         "class Pipeline:\n"
         "    def open_spider(self, spider=None):\n"
         f"        open({str(tmp_path / 'opened')!r}, 'w').close()\n"
@@ -319,7 +323,7 @@ def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(s
     (job / "spider.state").write_bytes(b"the paused crawl's state")
     items = tmp_path / "items.jsonl"
     items.write_text('{"an": "item"}\n')
-    (package / "settings.py").write_text(
+    settings = (
         "ADDONS = {'scrapy_rfc9309.Addon': 500}\n"
         "ROBOTSTXT_OBEY = True\n"
         "SCHEDULER = 'scrapy_redis.scheduler.Scheduler'\n"
@@ -327,22 +331,10 @@ def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(s
         f"REDIS_URL = 'redis://127.0.0.1:{closed_port()}/0'\n"
         f"JOBDIR = {str(job)!r}\n"
         f"FEEDS = {{{str(items)!r}: {{'format': 'jsonlines', 'overwrite': True}}}}\n"
-        "ITEM_PIPELINES = {'fleet_project.Pipeline': 300}\n"
+        "ITEM_PIPELINES = {'deployed.Pipeline': 300}\n"
     )
     site.route("/robots.txt", body=ROBOTS)
-    env = {
-        **os.environ,
-        "SCRAPY_SETTINGS_MODULE": "fleet_project.settings",
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", f"{site.url}/private/x"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=60,
-    )
+    result = robots_in_a_deployment(f"{site.url}/private/x", settings, tmp_path, pipeline)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "fetched now" in result.stdout
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
