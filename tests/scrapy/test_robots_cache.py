@@ -149,6 +149,32 @@ async def test_a_site_unreachable_at_restart_gets_its_last_good_copy(site, tmp_p
 
 
 @pytest_twisted.ensureDeferred
+async def test_scrapys_http_cache_never_answers_for_robots_txt(site, tmp_path):
+    """With Scrapy's HTTP cache on (``HTTPCACHE_ENABLED``, its default policy keeping
+    every answer forever), robots.txt is still the site's: kept by this package's
+    TTL (RFC 9309 §2.4), never by the HTTP cache.  A 503 the cache kept made every
+    later crawl see the site unreachable, so nothing allowed; a changed file was
+    never seen again."""
+    http_cache = {
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path / "httpcache"),
+        "RFC9309_PERSISTENT_CACHE_PATH": str(tmp_path / "robots.sqlite"),
+    }
+    urls = [f"{site.url}/page", f"{site.url}/private/x"]
+    site.route("/robots.txt", status=503)
+    first = await crawl(urls, **http_cache)
+    assert first.spider.seen == []  # unreachable: nothing allowed (RFC 9309 §2.3.1.4)
+    site.route("/robots.txt", body=ROBOTS)  # the site is back
+    second = await crawl(urls, **http_cache)
+    assert site.count("/robots.txt") == 2
+    assert [url.rsplit("/", 1)[1] for url in second.spider.seen] == ["page"]
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /page\n")  # changed
+    third = await crawl(urls, **http_cache, RFC9309_CACHE_TTL=0.001)  # kept copy expired
+    assert site.count("/robots.txt") == 3
+    assert [url.rsplit("/", 1)[1] for url in third.spider.seen] == ["x"]
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_damaged_cache_file_is_said_once_moved_aside_and_robots_txt_fetched(
     site, tmp_path, caplog
 ):

@@ -260,6 +260,9 @@ class RobotsFetcher:
                 "allow_offsite": True,  # allowed_domains must not turn robots.txt off
                 "dont_redirect": True,  # followed here: hops counted, schemes checked
                 "dont_retry": True,  # a failure is retried after RFC9309_FAILURE_TTL
+                # Kept by this package's TTL (RFC 9309 §2.4), never by Scrapy's HTTP
+                # cache, whose default policy would answer for the site forever.
+                "dont_cache": True,
                 "handle_httpstatus_all": True,
                 "download_timeout": max(timeout, 0.001),
                 # Cut in _bytes_received and decoded by RobotsTxtDecompressionMiddleware
