@@ -222,7 +222,7 @@ class Command(ScrapyCommand):
         """Whether crawls keep robots.txt across restarts where this one would look
         (a look never creates the SQLite file)."""
         assert self.settings is not None
-        if fleet_redis(self.settings):
+        if _fleet_redis(self.settings):
             return config.persistent_path is not None
         return config.persistent_path is not None and Path(config.persistent_path).exists()
 
@@ -232,7 +232,7 @@ class Command(ScrapyCommand):
         """The entry kept across restarts for *authority*, where it was read, its body;
         with *fresh_only*, ``None`` unless a crawl would use it without a request."""
         assert self.settings is not None
-        fleet = fleet_redis(self.settings)
+        fleet = _fleet_redis(self.settings)
         store: RedisRobotsStore | SQLiteRobotsStore
         if fleet:
             store, where = RedisRobotsStore(fleet, config.max_bytes), redacted_url(fleet)
@@ -275,7 +275,7 @@ class Command(ScrapyCommand):
         return results[0]
 
 
-def fleet_redis(settings: BaseSettings) -> str | None:
+def _fleet_redis(settings: BaseSettings) -> str | None:
     """The Redis where the project's crawls keep the fleet's robots.txt copies:
     ``FLEET_REDIS_URL`` (``None`` when it is off), else, with the add-on in
     ``ADDONS``, the Redis of scrapy-redis's scheduler, as the add-on sets it for a
