@@ -482,6 +482,18 @@ def with_defaults(settings: BaseSettings, defaults: dict[str, Any]) -> BaseSetti
 FALSE_WORDS = frozenset({"false", "0", "", "none", "no", "off"})
 
 
+def require_asyncio(what: str) -> None:
+    """Stop the crawl at start-up unless it runs on asyncio (Scrapy's default asyncio
+    reactor, or no reactor): *what* (a setting or component, and how to do without
+    it) needs it."""
+    if not is_asyncio_available():
+        raise SettingError(
+            f"{what} needs asyncio: Scrapy's default asyncio reactor (TWISTED_REACTOR = "
+            '"twisted.internet.asyncioreactor.AsyncioSelectorReactor"), or '
+            "TWISTED_REACTOR_ENABLED = False"
+        )
+
+
 def fleet_off(value: Any) -> bool:
     """Whether a ``FLEET_REDIS_URL`` value says "no fleet": ``False`` (or ``-s
     FLEET_REDIS_URL=False``), ``0``, empty."""
@@ -585,8 +597,7 @@ def fleet_url(settings: BaseSettings) -> str | None:
             if unknown
             else "not a redis://, rediss:// or unix:// URL",
         )
-    if not is_asyncio_available():
-        raise SettingError("FLEET_REDIS_URL needs the asyncio reactor (Scrapy's default)")
+    require_asyncio("FLEET_REDIS_URL")
     return str(url)
 
 

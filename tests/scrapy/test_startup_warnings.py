@@ -137,17 +137,27 @@ def test_a_bad_setting_or_policy_is_the_last_line_printed_without_a_traceback(
     assert output.count(message) == 1
 
 
-def test_the_wrong_reactor_is_said_last_and_once_as_a_log_line(new_project):
+@pytest.mark.parametrize(
+    ("settings", "needs"),
+    [
+        # The throttle (an extension, built first) says it; the middlewares would too.
+        (BUDGET + "DOMAINBUDGET_POLICY = {}\n", "CRAWLDELAY_ENABLED"),
+        # Without the throttle, the robots middleware (it used to fail on its first
+        # read of the kept copies, with tracebacks, and send no robots.txt request).
+        (ADDON + "CRAWLDELAY_ENABLED = False\n", "scrapy_rfc9309.RobotsTxtMiddleware"),
+    ],
+    ids=["throttle", "robots-middleware"],
+)
+def test_the_wrong_reactor_is_said_last_and_once_as_a_log_line(new_project, settings, needs):
     """Scrapy runs a non-asyncio reactor through Twisted, whose own stderr printer
-    still shows the traceback once; the log says it once, last."""
+    still shows the traceback once; the log says it once, last, with the reactor
+    to use."""
     project = new_project(
-        BUDGET
-        + "DOMAINBUDGET_POLICY = {}\n"
-        + "TWISTED_REACTOR = 'twisted.internet.epollreactor.EPollReactor'\n",
+        settings + "TWISTED_REACTOR = 'twisted.internet.epollreactor.EPollReactor'\n"
     )
     output = crawl_output(project, status=1)
     last = output.strip().splitlines()[-1]
-    # The throttle (an extension, built first) says it; the budget middleware would too.
-    assert "The crawl cannot start: CRAWLDELAY_ENABLED needs asyncio" in last
+    assert f"The crawl cannot start: {needs}" in last, output[-3000:]
+    assert "needs asyncio: Scrapy's default asyncio reactor" in last
     assert output.count("[scrapy_rfc9309] CRITICAL") == 1
     assert output.count("[twisted] CRITICAL") <= 1

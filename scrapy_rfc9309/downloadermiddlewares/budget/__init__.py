@@ -18,10 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..._settings import SettingError, flag, report_configuration_errors_in_one_line
+from ..._settings import (
+    flag,
+    report_configuration_errors_in_one_line,
+    require_asyncio,
+)
 from ..._shared import META_ROBOTS, offers
 from ...budget.policy import DomainLimits, day_of
 from ...budget.storage import Reservation, StorageError, reservation_for
@@ -43,11 +46,7 @@ class DomainBudgetMiddleware:
         report_configuration_errors_in_one_line()
         if not flag(crawler.settings, "DOMAINBUDGET_ENABLED"):
             raise NotConfigured
-        if not is_asyncio_available():
-            raise SettingError(
-                "DomainBudgetMiddleware needs the asyncio reactor: TWISTED_REACTOR ="
-                ' "twisted.internet.asyncioreactor.AsyncioSelectorReactor" (Scrapy\'s default)'
-            )
+        require_asyncio("DOMAINBUDGET_ENABLED")
         config = BudgetSettings.from_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats

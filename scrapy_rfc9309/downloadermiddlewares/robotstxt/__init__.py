@@ -35,6 +35,7 @@ from ..._settings import (
     fleet_url,
     number,
     report_configuration_errors_in_one_line,
+    require_asyncio,
     token_mistakes,
     use_mistakes,
     with_defaults,
@@ -82,6 +83,10 @@ class RobotsTxtMiddleware:
         report_configuration_errors_in_one_line()
         if not flag(crawler.settings, "ROBOTSTXT_OBEY"):
             raise NotConfigured
+        require_asyncio(
+            "scrapy_rfc9309.RobotsTxtMiddleware (or Scrapy's own, with "
+            'ROBOTSTXT_PARSER = "scrapy_rfc9309.RobotParser", for the matching alone)'
+        )
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call, is_asyncio_available
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..._redis import redacted_url
 from ..._settings import (
     CrawlDelaySettings,
-    SettingError,
     report_configuration_errors_in_one_line,
+    require_asyncio,
 )
 from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token, offers
 from ...downloadermiddlewares.budget._setup import load_policy
@@ -63,11 +63,7 @@ class CrawlDelayThrottle:
         config = CrawlDelaySettings.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        if not is_asyncio_available():
-            raise SettingError(
-                "CRAWLDELAY_ENABLED needs asyncio: Scrapy's default asyncio reactor, or "
-                "TWISTED_REACTOR_ENABLED = False"
-            )
+        require_asyncio("CRAWLDELAY_ENABLED")
         self.crawler = crawler
         self.stats = crawler.stats
         self.max_delay = config.max_delay
