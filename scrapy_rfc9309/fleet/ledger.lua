@@ -265,9 +265,10 @@ end
 -- A queue version 0.1 left: KEYS[1] = its units (named after hosts, their lists
 -- prefixed `old`), KEYS[2] = the units, KEYS[3] = the count of requests ever
 -- pushed, which 0.1 did not keep.  Unless that count exists, each unit's list
--- (prefixed `old`, or `new` if KEYS[2] exists) becomes its sorted set, its requests
--- in their order, at priority 0 (the lists kept no priority), and 0.1's units are
--- renamed.  Returns how many requests it took over.
+-- becomes its sorted set under `new`, its requests in their order, at priority 0
+-- (the lists kept no priority): 0.1's (prefixed `old`, its units renamed) when
+-- only KEYS[1] exists, else those prefixed `new`.  Returns how many requests it
+-- took over.
 function calls.take_over(old, new)
   if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
   local units = KEYS[2]
