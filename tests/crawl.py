@@ -7,6 +7,7 @@ import tempfile
 import time
 from typing import Any
 
+import redis
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
@@ -154,21 +155,15 @@ async def crawl(
     return crawler
 
 
-try:
-    import redis
-except ImportError:  # the Redis extra is not installed: fleet tests are not run
-    redis = None
+class _OwnConnection(redis.Connection):
+    """A connection class of the project's own, as projects subclass redis-py's (to
+    count, trace or retry): the shared queue cannot mirror it with its own client,
+    so it calls redis-py for everything."""
 
-if redis is not None:
 
-    class _OwnConnection(redis.Connection):
-        """A connection class of the project's own, as projects subclass redis-py's
-        (to count, trace or retry): the shared queue cannot mirror it with its own
-        client, so it calls redis-py for everything."""
+class RedisOfOwnConnections(redis.Redis):
+    """``REDIS_PARAMS = {"redis_cls": "tests.crawl.RedisOfOwnConnections"}``."""
 
-    class RedisOfOwnConnections(redis.Redis):
-        """``REDIS_PARAMS = {"redis_cls": "tests.crawl.RedisOfOwnConnections"}``."""
-
-        @classmethod
-        def from_url(cls, url: str, **kwargs: Any) -> Any:
-            return super().from_url(url, connection_class=_OwnConnection, **kwargs)
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> Any:
+        return super().from_url(url, connection_class=_OwnConnection, **kwargs)
