@@ -38,7 +38,6 @@ from .._settings import (
     RobotsSettings,
     SettingError,
     fleet_off,
-    scrapy_redis_url,
     with_defaults,
 )
 from ..addon import Addon
@@ -68,12 +67,14 @@ class _FetchSpider(Spider):
         "ROBOTSTXT_OBEY": False,  # the fetcher is used directly
         "DOMAINBUDGET_ENABLED": False,
         "CRAWLDELAY_ENABLED": False,
-        # Of the project's crawl, only its download path (downloader middlewares,
-        # handlers): the fetch downloads without scheduling, so Scrapy's own scheduler
-        # and no dupefilter (a scrapy-redis one needs its Redis); outside the
-        # project's job (its paused crawl's state stays as it is); no item pipeline,
-        # extension of the project's or feed (Scrapy's feed exporter would write an
-        # empty feed over the project's file).
+    }
+    #: Of the project's crawl, only its download path (downloader middlewares,
+    #: handlers), whether set in settings.py or with ``-s``: the fetch downloads
+    #: without scheduling, so Scrapy's own scheduler and no dupefilter (a scrapy-redis
+    #: one needs its Redis); outside the project's job (its paused crawl's state
+    #: stays as it is); no item pipeline, extension of the project's or feed
+    #: (Scrapy's feed exporter would write an empty feed over the project's file).
+    download_path_only = {
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
         "JOBDIR": None,
@@ -83,6 +84,11 @@ class _FetchSpider(Spider):
     authority: str
     config: RobotsSettings
     results: list[Fetched | BaseException]
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        settings.setdict(cls.download_path_only, priority="cmdline")
 
     async def start(self) -> Any:
         try:
@@ -276,16 +282,14 @@ class Command(ScrapyCommand):
 
 
 def _fleet_redis(settings: BaseSettings) -> str | None:
-    """The Redis where the project's crawls keep the fleet's robots.txt copies:
-    ``FLEET_REDIS_URL`` (``None`` when it is off), else, with the add-on in
-    ``ADDONS``, the Redis of scrapy-redis's scheduler, as the add-on sets it for a
-    crawl (a command's settings do not go through add-ons); ``None``: no fleet."""
-    url = settings.get("FLEET_REDIS_URL")
-    if url is not None:
-        return None if fleet_off(url) else str(url)
+    """The Redis where the project's crawls keep the fleet's robots.txt copies
+    (``FLEET_REDIS_URL``, as the add-on sets it in a crawl of a scrapy-redis
+    project: a command's settings do not go through add-ons); ``None``: no fleet."""
     if Addon in (load_object(path) for path in build_component_list(settings["ADDONS"])):
-        return scrapy_redis_url(settings)
-    return None
+        settings = settings.copy()
+        Addon().update_settings(settings)
+    url = settings.get("FLEET_REDIS_URL")
+    return None if url is None or fleet_off(url) else str(url)
 
 
 async def _read_kept(

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from scrapy.settings import Settings
 
 from scrapy_rfc9309.commands.robots import Command
@@ -272,8 +273,8 @@ def test_bad_urls_and_option_pairs_are_one_line_errors_with_status_2(tmp_path, c
     assert status == 2 and "exclude each other" in err
 
 
-def robots_in_a_deployment(url, settings, directory, package_code=""):
-    """``scrapy robots URL`` run in *directory* with the settings module
+def robots_in_a_deployment(url, settings, directory, package_code="", options=()):
+    """``scrapy robots URL OPTIONS`` run in *directory* with the settings module
     ``deployed.settings`` (its text *settings*, the package's *package_code*) on
     ``PYTHONPATH``, and no scrapy.cfg."""
     package = directory / "deployed"
@@ -286,7 +287,7 @@ def robots_in_a_deployment(url, settings, directory, package_code=""):
         "PYTHONPATH": os.pathsep.join([str(directory), os.getcwd()]),
     }
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", url],
+        [sys.executable, "-m", "scrapy", "robots", url, *options],
         capture_output=True,
         text=True,
         cwd=directory,
@@ -306,8 +307,12 @@ def test_a_settings_module_without_scrapy_cfg_keeps_copies_in_the_current_direct
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
 
 
-def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(site, tmp_path):
-    """Of the project's crawl, the command's fetch uses only the download path: a
+@pytest.mark.parametrize("where", ["settings.py", "-s"])
+def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(
+    site, tmp_path, where
+):
+    """Of the project's crawl, the command's fetch uses only the download path,
+    whether the project's settings are in settings.py or given with ``-s``: a
     scrapy-redis scheduler and dupefilter whose Redis does not answer do not stop it
     (the fetch used to open them, and failed: "the crawler did not start"); a
     ``JOBDIR`` keeps its paused crawl's state, and a feed's file its items (the fetch
@@ -323,18 +328,24 @@ def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(s
     (job / "spider.state").write_bytes(b"the paused crawl's state")
     items = tmp_path / "items.jsonl"
     items.write_text('{"an": "item"}\n')
-    settings = (
-        "ADDONS = {'scrapy_rfc9309.Addon': 500}\n"
-        "ROBOTSTXT_OBEY = True\n"
-        "SCHEDULER = 'scrapy_redis.scheduler.Scheduler'\n"
-        "DUPEFILTER_CLASS = 'scrapy_redis.dupefilter.RFPDupeFilter'\n"
-        f"REDIS_URL = 'redis://127.0.0.1:{closed_port()}/0'\n"
-        f"JOBDIR = {str(job)!r}\n"
-        f"FEEDS = {{{str(items)!r}: {{'format': 'jsonlines', 'overwrite': True}}}}\n"
-        "ITEM_PIPELINES = {'deployed.Pipeline': 300}\n"
-    )
+    project = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0",
+        "JOBDIR": str(job),
+        "FEEDS": {str(items): {"format": "jsonlines", "overwrite": True}},
+        "ITEM_PIPELINES": {"deployed.Pipeline": 300},
+    }
+    settings = "ADDONS = {'scrapy_rfc9309.Addon': 500}\nROBOTSTXT_OBEY = True\n"
+    options = []
+    for name, value in project.items():
+        if where == "settings.py":
+            settings += f"{name} = {value!r}\n"
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            options += ["-s", f"{name}={text}"]
     site.route("/robots.txt", body=ROBOTS)
-    result = robots_in_a_deployment(f"{site.url}/private/x", settings, tmp_path, pipeline)
+    result = robots_in_a_deployment(f"{site.url}/private/x", settings, tmp_path, pipeline, options)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "fetched now" in result.stdout
     assert "DISALLOWED by 'Disallow: /private'" in result.stdout
