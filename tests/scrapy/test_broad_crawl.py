@@ -8,7 +8,7 @@ import pytest_twisted
 from tests.broad_site import BroadSite, addresses, robots_and_pages
 from tests.crawl import crawl
 
-HOSTS = 300
+HOSTS = 200
 PAGES = 3
 CRAWL_DELAY = 0.5
 
