@@ -5,6 +5,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 MIN_VENV ?= .venv-min
+# The interpreters of test-min and test-newest (.ci/run gives the lowest and the
+# newest supported Python it finds).
+MIN_PYTHON ?= $(PYTHON)
+NEWEST_PYTHON ?= $(PYTHON)
 
 # Cleared (an environment may set it) for pip and for the suite, so that installed
 # packages are compiled once and the suite's many subprocess crawls reuse the bytecode.
@@ -43,12 +47,13 @@ test-fast: $(VENV)/.installed
 
 # The suite against the lowest supported versions (.ci/min-versions.txt).
 $(MIN_VENV)/.installed: setup.cfg pyproject.toml .ci/min-versions.txt
-	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python -m pip install -q -e ".[test,redis]" -c .ci/min-versions.txt
 	touch $@
 
 test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -c "import platform, scrapy; print('Python', platform.python_version(), 'Scrapy', scrapy.__version__)"
 	$(MIN_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The suite against the newest Scrapy on the package index, pre-releases included:
@@ -56,11 +61,11 @@ test-min: $(MIN_VENV)/.installed
 # meet it.
 NEWEST_VENV ?= .venv-newest
 test-newest:
-	$(PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_PYTHON) -m venv $(NEWEST_VENV)
 	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade pip
 	$(NEWEST_VENV)/bin/python -m pip install -q -e ".[test,redis]"
 	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade --pre scrapy
-	$(NEWEST_VENV)/bin/python -c "import scrapy; print('Scrapy', scrapy.__version__)"
+	$(NEWEST_VENV)/bin/python -c "import platform, scrapy; print('Python', platform.python_version(), 'Scrapy', scrapy.__version__)"
 	$(NEWEST_VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # All benchmarks and the cross-check (bench_budget.py and bench_fleet.py need redis-server).

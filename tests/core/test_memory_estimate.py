@@ -94,7 +94,8 @@ def test_the_estimate_is_within_a_quarter_of_what_a_hostile_file_holds(line):
 def test_the_estimate_counts_a_piece_indexed_rule_apart_from_a_wildcard_rule_of_the_tree():
     """6,000 distinct rules that need a piece anywhere: the piece index holds each
     for less than a wildcard rule of the prefix tree costs (counted as one, the
-    estimate was 1.28 times what the file held)."""
+    estimate was 1.28 times what the file held; counted at 30 bytes, 1.25 times on
+    Python 3.13)."""
     (ratio,) = estimate_over_held([hostile_file("Disallow: /*a{n}*b$", 100_000)])
     assert 0.75 <= ratio <= 1.25
 
