@@ -265,3 +265,29 @@ async def test_with_the_fleet_redis_down_each_process_keeps_its_own_holds(site):
     assert stats.get("fleet/robots_error", 0) + stats.get("fleet/spacing_error", 0) >= 1
     assert len(crawler.spider.seen) == 2
     assert min(quiet_after_each_slow_down(site)) >= 2.0
+
+
+@pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning")  # scrapy-redis's
+@pytest_twisted.ensureDeferred
+async def test_with_scrapy_redis_stats_collector_every_retry_after_holds_its_host(
+    site, fleet_redis
+):
+    """scrapy-redis's ``RedisStatsCollector`` keeps the stats in a Redis hash and reads
+    them back as integers: the largest Retry-After is kept in whole seconds (rounded
+    up), so that every 429 holds its host (kept as ``2.0``, reading it back at the
+    second 429 raised, and that hold was lost)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/", slow_down(retry_after="2"), slow_down(retry_after="2"))
+    crawler = await crawl(
+        pages(site),
+        BACKOFF_DELAY=0.2,
+        STATS_CLASS="scrapy_redis.stats.RedisStatsCollector",
+        REDIS_URL=fleet_redis,
+        SCHEDULER_PERSIST=True,  # the collector keeps the stats after the close
+        **BACKOFF,
+    )
+    quiet = quiet_after_each_slow_down(site)
+    assert len(quiet) == 2
+    assert min(quiet) >= 2.0
+    assert crawler.stats.get_value("backoff/holds") == 2
+    assert crawler.stats.get_value("backoff/retry_after_max") == 2

@@ -253,7 +253,6 @@ class CrawlDelayThrottle:
                 "'scrapy_rfc9309.CrawlDelayGate': 940 to DOWNLOADER_MIDDLEWARES (the "
                 "add-on does); no request can be spaced, so the crawl stops"
             )
-            self.stats.set_value("crawldelay/gate_missing", True)
             engine = self.crawler.engine
             deferred_from_coro(engine.close_spider_async(reason="crawldelay_gate_missing"))
             return

@@ -14,6 +14,7 @@ processes find it (see :mod:`._fleet`).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from time import monotonic
@@ -112,7 +113,9 @@ class Backoff:
             self.stats.inc_value("backoff/retry_after_ignored")
             logger.debug("%s: Retry-After ignored: %s", key, retry_after.problem)
             return None
-        self.stats.max_value("backoff/retry_after_max", retry_after.seconds)
+        # In whole seconds, as Scrapy's own stats: a collector that reads its values
+        # back as integers (scrapy-redis's) raised at the next 429 on "2.0".
+        self.stats.max_value("backoff/retry_after_max", math.ceil(retry_after.seconds))
         return retry_after.seconds
 
     def learn(self, key: str, seconds: float) -> None:
