@@ -3,8 +3,12 @@
 all.
 
 ``nofollow`` (or ``none``) stops the links of a page from being followed: the
-requests the spider yields from that response are dropped, each with a DEBUG line,
-and counted (``rfc9309/nofollow_dropped``); ``RFC9309_NOFOLLOW = False`` keeps them.
+requests the spider yields from that response to a URL the page links to (an
+``<a>`` or ``<area>`` ``href`` of an HTML page, fragment aside) are dropped, each
+with a DEBUG line, and counted (``rfc9309/nofollow_dropped``).  Requests the spider
+builds otherwise (a form's submission, an API's next page, a JSON response's URLs)
+are not links and go on, as do those with ``dont_obey_robotstxt`` in their meta;
+``RFC9309_NOFOLLOW = False`` keeps them all.
 Every directive found (``noindex``, ``noai``, ...) is put on the response's meta,
 ``response.meta["rfc9309_page_directives"]``, for pipelines to read.
 ``RFC9309_PAGE_DIRECTIVES = False`` turns the middleware off; so does
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Selector
@@ -84,26 +88,53 @@ class PageDirectivesMiddleware:
                     metas.append((tag.attrib["name"], tag.attrib["content"]))
         return page_directives(headers, metas, self.token)
 
-    def _dropped(self, request: Request, response: Response) -> None:
-        self.stats.inc_value("rfc9309/nofollow_dropped")
-        logger.debug("Not followed (nofollow on %s): %s", response.url, request)
+    def _refused(self, response: Response) -> Callable[[Any], bool] | None:
+        """None if the links of *response* may be followed; else what says whether
+        an output of its callback is a request following one of them (the page's
+        links are read at the first request)."""
+        if self._follows(response):
+            return None
+        links: set[str] | None = None
+
+        def refused(each: Any) -> bool:
+            nonlocal links
+            if not isinstance(each, Request) or each.meta.get("dont_obey_robotstxt"):
+                return False
+            if links is None:
+                links = page_links(response)
+            if each.url.split("#", 1)[0] not in links:
+                return False
+            self.stats.inc_value("rfc9309/nofollow_dropped")
+            logger.debug("Not followed (nofollow on %s): %s", response.url, each)
+            return True
+
+        return refused
 
     def process_spider_output(
         self, response: Response, result: Iterable[Any], spider: Any = None
     ) -> Iterable[Any]:
-        follows = self._follows(response)
-        for each in result:
-            if not follows and isinstance(each, Request):
-                self._dropped(each, response)
-                continue
-            yield each
+        refused = self._refused(response)
+        return result if refused is None else (each for each in result if not refused(each))
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
-        follows = self._follows(response)
+        refused = self._refused(response)
         async for each in result:
-            if not follows and isinstance(each, Request):
-                self._dropped(each, response)
-                continue
-            yield each
+            if refused is None or not refused(each):
+                yield each
+
+
+def page_links(response: Response) -> set[str]:
+    """The URLs an HTML *response* links to (its ``<a>`` and ``<area>`` ``href``s),
+    spelt as Scrapy's requests spell them, without fragment."""
+    if not isinstance(response, HtmlResponse):
+        return set()
+    links = set()
+    for href in response.xpath("//a/@href | //area/@href").getall():
+        try:
+            url = Request(response.urljoin(href.strip()), encoding=response.encoding).url
+        except ValueError:  # not a URL Scrapy could request
+            continue
+        links.add(url.split("#", 1)[0])
+    return links

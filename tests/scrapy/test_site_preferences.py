@@ -5,6 +5,7 @@ Content-Signal preferences (on meta; enforced only when asked), and page-level
 from __future__ import annotations
 
 import pytest_twisted
+import scrapy
 
 from tests.crawl import ListSpider, crawl
 
@@ -152,6 +153,56 @@ async def test_nofollow_pages_have_none_of_their_links_followed(site):
     assert not {"/h1", "/h2", "/m1", "/t1"} & requested
     assert {"/o1", "/f1"} <= requested
     assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 4
+
+
+class BuildingSpider(ListSpider):
+    """Follows a login page's links, and builds requests of its own: the login form's
+    submission, a link asked for with ``dont_obey_robotstxt``, an API's next page."""
+
+    name = "building"
+
+    def parse(self, response):
+        self.seen.append(response.url)
+        if response.meta.get("depth", 0):
+            return
+        if response.url.endswith("/login"):
+            yield from response.follow_all(css="a")
+            action = response.css("form::attr(action)").get()
+            yield scrapy.FormRequest(response.urljoin(action), method="GET", formdata={"user": "u"})
+            yield response.follow("/l2#top", meta={"dont_obey_robotstxt": True})
+        else:
+            yield response.follow(response.json()["next"])
+
+
+@pytest_twisted.ensureDeferred
+async def test_nofollow_drops_the_pages_links_not_the_requests_a_spider_builds(site):
+    """A login page (``noindex, nofollow`` in its head, as many are) and an API whose
+    JSON says ``X-Robots-Tag: noindex, nofollow`` (as many do): the page's links are
+    not followed, its form is submitted and the API's next page is fetched."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    form = b'<form action="/session" method="get"><input name="user"></form>'
+    site.route(
+        "/login",
+        body=page_with_links(
+            site,
+            "/login",
+            ["/l1", "l2#top"],
+            b'<meta name="robots" content="noindex, nofollow">',
+        ).replace(b"</body>", form + b"</body>"),
+        headers={"Content-Type": "text/html"},
+    )
+    site.route(
+        "/api/1",
+        body=b'{"next": "/api/2"}',
+        headers={"Content-Type": "application/json", "X-Robots-Tag": "noindex, nofollow"},
+    )
+    crawler = await crawl(
+        [f"{site.url}/login", f"{site.url}/api/1"], spider=BuildingSpider, **ADDON
+    )
+    requested = set(site.paths())
+    assert "/l1" not in requested
+    assert {"/session?user=u", "/l2", "/api/2"} <= requested
+    assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 2  # /l1, /l2 without the key
 
 
 @pytest_twisted.ensureDeferred
