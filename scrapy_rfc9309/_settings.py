@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
+import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.asyncio import is_asyncio_available
@@ -33,6 +34,7 @@ from .robots import (
 )
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 
@@ -283,6 +285,19 @@ def configured_delays(settings: BaseSettings) -> tuple[float, dict[str, float]]:
     that ``DOWNLOAD_SLOTS`` gives another one; a value that is no number of seconds
     is a :class:`SettingError` naming it."""
     return number(settings, "DOWNLOAD_DELAY", 0), _slot_options(settings, "delay")
+
+
+def spider_download_delay(crawler: Crawler) -> float | None:
+    """The spider's ``download_delay`` attribute where Scrapy's downloader reads it
+    itself, winning over ``DOWNLOAD_DELAY`` (before Scrapy 2.19, which turns it into
+    the setting); None where it does not."""
+    spider = crawler.spider if crawler.spider is not None else crawler.spidercls
+    if scrapy.version_info >= (2, 19) or not hasattr(spider, "download_delay"):
+        return None
+    value = spider.download_delay
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise SettingError(f"The spider's download_delay must be seconds, not {value!r}")
+    return float(value)
 
 
 def configured_concurrency(settings: BaseSettings) -> tuple[int, dict[str, int]]:

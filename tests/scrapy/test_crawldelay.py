@@ -10,7 +10,7 @@ from scrapy import signals
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
-from tests.crawl import BASE_SETTINGS, ChainSpider, crawl
+from tests.crawl import BASE_SETTINGS, ChainSpider, ListSpider, crawl
 
 THROTTLE = {
     "CRAWLDELAY_ENABLED": True,
@@ -121,6 +121,24 @@ async def test_the_budget_policys_delay_is_a_floor_too(site):
     robots(site, b"User-agent: *\nAllow: /\n")
     policy = {"default_policy": {"delay": 0.6}}
     await crawl(pages(site), DOMAINBUDGET_POLICY=policy, DOWNLOAD_DELAY_JITTER=0.9, **THROTTLE)
+    assert min(gaps(site)) >= 0.57
+
+
+class OldStyleSpider(ListSpider):
+    """Asks for its delay with Scrapy's ``download_delay`` spider attribute."""
+
+    name = "old-style"
+    download_delay = 0.6
+
+
+@pytest.mark.filterwarnings("ignore:The 'download_delay' spider attribute is deprecated")
+@pytest_twisted.ensureDeferred
+async def test_the_spiders_download_delay_attribute_is_a_floor_too(site):
+    """Scrapy before 2.19 reads the attribute in its downloader, where it wins over
+    ``DOWNLOAD_DELAY`` (2.19 turns it into the setting): with its jitter, Scrapy
+    alone spaced the pages by as little as half of it."""
+    robots(site, b"User-agent: *\nAllow: /\n")
+    await crawl(pages(site, 10), spider=OldStyleSpider, DOWNLOAD_DELAY_JITTER=0.9, **THROTTLE)
     assert min(gaps(site)) >= 0.57
 
 

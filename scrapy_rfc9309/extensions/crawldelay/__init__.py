@@ -34,6 +34,7 @@ from ..._settings import (
     CrawlDelaySettings,
     report_configuration_errors_in_one_line,
     require_asyncio,
+    spider_download_delay,
 )
 from ..._shared import META_ROBOTS, ROBOTS_PARSED, authority_of, crawler_token, offers
 from ...downloadermiddlewares.budget._setup import load_policy
@@ -82,6 +83,9 @@ class CrawlDelayThrottle:
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
         self._default_delay, self._slot_delays = config.default_delay, config.slot_delays
+        spider_delay = spider_download_delay(crawler)
+        if spider_delay is not None:
+            self._default_delay = spider_delay
         self.max_floor = max(
             self.max_delay,
             self._default_delay,
