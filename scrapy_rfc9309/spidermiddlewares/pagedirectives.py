@@ -89,9 +89,9 @@ class PageDirectivesMiddleware:
         return page_directives(headers, metas, self.token)
 
     def _refused(self, response: Response) -> Callable[[Any], bool] | None:
-        """None if the links of *response* may be followed; else what says whether
-        an output of its callback is a request following one of them (the page's
-        links are read at the first request)."""
+        """None if the links of *response* may be followed; else the test of each
+        output of its callback: True for a request following one of them (counted,
+        and logged at DEBUG).  The page's links are read at its first request."""
         if self._follows(response):
             return None
         links: set[str] | None = None
