@@ -267,7 +267,7 @@ async def test_a_copy_published_while_a_process_waits_for_the_lock_is_used_not_f
         config = None
         fetches = 0
 
-        async def fetch(self, authority, previous=None, revalidate=None):
+        async def fetch(self, authority, previous=None, revalidate=None, route=None):
             Site.fetches += 1
             raise AssertionError("fetched although the fleet had a copy")
 
@@ -333,7 +333,7 @@ async def test_a_robots_txt_lock_redis_took_for_a_call_that_failed_is_let_go_of_
         def __init__(self):
             self.config = config
 
-        async def fetch(self, authority, previous=None, revalidate=None):
+        async def fetch(self, authority, previous=None, revalidate=None, route=None):
             if authority == authorities[1]:
                 proxy.delay = None  # the publish does not reach Redis
             entry = config.policy.success(RobotsTxt.parse(body), monotonic(), 200)
@@ -384,7 +384,7 @@ async def test_a_fleet_that_keeps_robots_txt_publishes_it_there_and_an_unreachab
         def __init__(self):
             self.config = config
 
-        async def fetch(self, authority, previous=None, revalidate=None):
+        async def fetch(self, authority, previous=None, revalidate=None, route=None):
             Site.fetches += 1
             if "down" in authority:
                 entry = config.policy.unreachable(monotonic(), None, None)

@@ -330,10 +330,10 @@ async def test_a_cancelled_fetch_fails_its_waiters_and_the_next_request_fetches_
     request = Request("http://a.example/x")
     entry = AccessPolicy().unavailable(0.0)
 
-    async def never_ending_fetch(authority, previous):
+    async def never_ending_fetch(authority, previous, route):
         await asyncio.sleep(3600)
 
-    async def answering_fetch(authority, previous):
+    async def answering_fetch(authority, previous, route):
         return entry
 
     async def scenario():
@@ -460,3 +460,19 @@ async def test_the_cache_is_bounded_by_the_memory_its_entries_hold():
     assert stats.get_value("rfc9309/cache_evicted") >= 10
     assert sites[0].paths() == ["/robots.txt", "/page", "/robots.txt", "/again"]
     assert all(each.paths() == ["/robots.txt", "/page"] for each in sites[1:])
+
+
+@pytest_twisted.ensureDeferred
+async def test_robots_txt_goes_through_the_proxy_the_spiders_request_names(site, other_site):
+    """A request whose meta names a proxy (set by the spider, which the middlewares'
+    own proxies do not see) has its site's robots.txt fetched through that proxy
+    too: the site sees the file and the pages asked for from one place.  The other
+    site plays the proxy: a request through it names the whole URL."""
+    proxy = other_site
+    proxy.route(f"{site.url}/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    crawler = await crawl(
+        pages(site, "/p", "/private/x"), meta={"proxy": proxy.url}, RETRY_ENABLED=False
+    )
+    assert site.paths() == []  # nothing went to the site directly
+    assert sorted(proxy.paths()) == [f"{site.url}/p", f"{site.url}/robots.txt"]
+    assert crawler.stats.get_value("rfc9309/forbidden") == 1

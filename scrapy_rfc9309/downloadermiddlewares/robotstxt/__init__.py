@@ -61,7 +61,7 @@ from ...robots import (
     decode_bounded,
     parse_preference,
 )
-from ._fetch import Fetcher, RobotsFetcher, has_robots_txt
+from ._fetch import Fetcher, RobotsFetcher, has_robots_txt, route_of
 from ._fleet import SharedRobotsFetcher
 from ._persistent import PersistentRobotsFetcher
 from ._report import RobotsReport
@@ -305,7 +305,7 @@ class RobotsTxtMiddleware:
             return await maybe_deferred_to_future(waiter)
         self._waiters[authority] = []
         try:
-            entry = await self._fetch(authority, cached)
+            entry = await self._fetch(authority, cached, route_of(request))
         except BaseException as exc:  # cancelled too: never leave the waiters hanging
             for waiter in self._waiters.pop(authority):
                 waiter.errback(exc)
@@ -340,8 +340,10 @@ class RobotsTxtMiddleware:
 
     # -- fetching --------------------------------------------------------
 
-    async def _fetch(self, authority: str, previous: RobotsEntry | None) -> RobotsEntry:
-        fetched = await self.fetcher.fetch(authority, previous)
+    async def _fetch(
+        self, authority: str, previous: RobotsEntry | None, route: dict[str, Any]
+    ) -> RobotsEntry:
+        fetched = await self.fetcher.fetch(authority, previous, route=route)
         entry = fetched.entry
         self.stats.inc_value(f"rfc9309/{entry.outcome.value}")
         logger.debug(

@@ -4,7 +4,8 @@ key), the crawler's product token, the Request.meta keys, and the one fetch path
 through Scrapy's downloader.
 
 Every downloader middleware applies to the robots.txt request (User-Agent, proxy,
-budget counting); the guards against hostile sites are here and in
+budget counting), which also takes the proxy the request that asked for it names
+(:data:`ROUTE_META`); the guards against hostile sites are here and in
 :class:`~scrapy_rfc9309.robots._fetchplan.FetchPlan`:
 
 * redirects are followed by hand, only to ``http``/``https`` URLs, at most
@@ -112,6 +113,17 @@ class Revalidation:
     last_modified: str | None
 
 
+#: The Request.meta keys a robots.txt fetch takes from the request that asked for it:
+#: how that request reaches the site (a proxy the spider set, or none; the address
+#: it binds), so that the file is fetched the same way.
+ROUTE_META = ("proxy", "bindaddress")
+
+
+def route_of(request: Request) -> dict[str, Any]:
+    """The :data:`ROUTE_META` keys of *request*'s meta."""
+    return {key: request.meta[key] for key in ROUTE_META if key in request.meta}
+
+
 class Fetcher(Protocol):
     """What fetches robots.txt for the middleware: :class:`RobotsFetcher`, or a wrapper
     around one (the fleet's shared copy, the copy kept across restarts)."""
@@ -123,6 +135,7 @@ class Fetcher(Protocol):
         authority: str,
         previous: RobotsEntry | None = None,
         revalidate: Revalidation | None = None,
+        route: dict[str, Any] | None = None,
     ) -> Fetched: ...
 
 
@@ -143,10 +156,12 @@ class RobotsFetcher:
         authority: str,
         previous: RobotsEntry | None = None,
         revalidate: Revalidation | None = None,
+        route: dict[str, Any] | None = None,
     ) -> Fetched:
         """Fetch ``{authority}/robots.txt``; *previous* is the last cached entry (its
         file is reused while the site is unreachable, RFC 9309 §2.4); with
-        *revalidate*, the request is conditional, and a 304 answer renews that copy."""
+        *revalidate*, the request is conditional, and a 304 answer renews that copy;
+        *route*: the :data:`ROUTE_META` keys of the request that asked for it."""
         config = self.config
         plan = FetchPlan(
             authority,
@@ -161,7 +176,7 @@ class RobotsFetcher:
         while True:
             time_left = plan.time_left(monotonic())
             request = self._robots_request(
-                authority, plan.url, time_left, None if first else revalidate
+                authority, plan.url, time_left, None if first else revalidate, route
             )
             first = first or request
             if time_left <= 0:  # the redirects so far took all of RFC9309_TIMEOUT
@@ -238,7 +253,12 @@ class RobotsFetcher:
         return replace(entry, expires_at=entry.fetched_at + wait)
 
     def _robots_request(
-        self, authority: str, url: str, timeout: float, revalidate: Revalidation | None = None
+        self,
+        authority: str,
+        url: str,
+        timeout: float,
+        revalidate: Revalidation | None = None,
+        route: dict[str, Any] | None = None,
     ) -> Request:
         """A request of ``authority``'s robots.txt fetch: *url*, the file or a hop of
         a redirect."""
@@ -255,6 +275,7 @@ class RobotsFetcher:
             callback=NO_CALLBACK,
             dont_filter=True,
             meta={
+                **(route or {}),
                 META_ROBOTS: authority,
                 "dont_obey_robotstxt": True,
                 "allow_offsite": True,  # allowed_domains must not turn robots.txt off

@@ -22,7 +22,7 @@ import secrets
 from dataclasses import replace
 from time import monotonic
 from time import time as wall_clock
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
@@ -65,16 +65,21 @@ class SharedRobotsFetcher:
         authority: str,
         previous: RobotsEntry | None = None,
         revalidate: Revalidation | None = None,
+        route: dict[str, Any] | None = None,
     ) -> Fetched:
         if self.health.usable():
             try:
-                return await self._fetch_shared(authority, previous, revalidate)
+                return await self._fetch_shared(authority, previous, revalidate, route)
             except SharedRobotsError as exc:
                 self.health.failed(exc, "fleet/robots_error")
-        return await self.fetcher.fetch(authority, previous, revalidate)
+        return await self.fetcher.fetch(authority, previous, revalidate, route)
 
     async def _fetch_shared(
-        self, authority: str, previous: RobotsEntry | None, revalidate: Revalidation | None
+        self,
+        authority: str,
+        previous: RobotsEntry | None,
+        revalidate: Revalidation | None,
+        route: dict[str, Any] | None,
     ) -> Fetched:
         deadline = monotonic() + self.lock_life
         while True:
@@ -91,9 +96,9 @@ class SharedRobotsFetcher:
                 self.stats.inc_value("fleet/robots_shared")
                 return await self._from_shared(authority, shared, previous)
             if token is not None:
-                return await self._fetch_and_publish(authority, previous, revalidate, token)
+                return await self._fetch_and_publish(authority, previous, revalidate, route, token)
             if monotonic() > deadline:  # the holder is gone or stuck: fetch here
-                return await self.fetcher.fetch(authority, previous, revalidate)
+                return await self.fetcher.fetch(authority, previous, revalidate, route)
             await asyncio.sleep(POLL_INTERVAL)
 
     async def _read_or_lock(
@@ -122,9 +127,10 @@ class SharedRobotsFetcher:
         authority: str,
         previous: RobotsEntry | None,
         revalidate: Revalidation | None,
+        route: dict[str, Any] | None,
         token: str,
     ) -> Fetched:
-        fetched = await self.fetcher.fetch(authority, previous, revalidate)
+        fetched = await self.fetcher.fetch(authority, previous, revalidate, route)
         try:
             fetched = await self._publish(authority, fetched, token)
         except SharedRobotsError as exc:  # fetched all the same: no second fetch

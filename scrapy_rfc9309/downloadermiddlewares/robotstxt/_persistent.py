@@ -71,6 +71,7 @@ class PersistentRobotsFetcher:
         authority: str,
         previous: RobotsEntry | None = None,
         revalidate: Revalidation | None = None,
+        route: dict[str, Any] | None = None,
     ) -> Fetched:
         record = await self._get(authority)
         now = wall_clock()
@@ -83,7 +84,7 @@ class PersistentRobotsFetcher:
             revalidate = Revalidation(robots, record.body, record.etag, record.last_modified)
             if previous is None:  # the last good copy while the site is unreachable
                 previous = self.config.policy.success(robots, monotonic(), record.status)
-        fetched = await self.fetcher.fetch(authority, previous, revalidate)
+        fetched = await self.fetcher.fetch(authority, previous, revalidate, route)
         if fetched.not_modified:
             self.stats.inc_value("rfc9309/not_modified")
         await self._put(authority, fetched)
