@@ -339,8 +339,11 @@ class CrawlDelaySettings:
     default_user_agent: str
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> CrawlDelaySettings | None:
-        """The settings, or ``None`` when ``CRAWLDELAY_ENABLED`` is off."""
+    def from_settings(
+        cls, settings: BaseSettings, spider_delay: float | None = None
+    ) -> CrawlDelaySettings | None:
+        """The settings, or ``None`` when ``CRAWLDELAY_ENABLED`` is off; *spider_delay*
+        (:func:`spider_download_delay`), if given, is the configured delay."""
         settings = with_defaults(settings, CRAWLDELAY_DEFAULTS)
         if not flag(settings, "CRAWLDELAY_ENABLED"):
             return None
@@ -352,6 +355,8 @@ class CrawlDelaySettings:
                 f"Crawl-delay, set CRAWLDELAY_ENABLED = False"
             ) from None
         default_delay, slot_delays = configured_delays(settings)
+        if spider_delay is not None:
+            default_delay = spider_delay
         robots = with_defaults(settings, ROBOTS_DEFAULTS)
         hop = max(settings.getfloat("DOWNLOAD_TIMEOUT"), robots.getfloat("RFC9309_TIMEOUT"))
         hops = robots.getint("RFC9309_MAX_REDIRECTS") + 1

@@ -6,7 +6,7 @@ import pytest
 import pytest_twisted
 
 from tests.broad_site import BroadSite, addresses, robots_and_pages
-from tests.crawl import crawl
+from tests.crawl import ListSpider, crawl
 
 HOSTS = 200
 PAGES = 3
@@ -71,6 +71,39 @@ async def test_no_host_sees_two_requests_closer_than_its_crawl_delay_robots_txt_
     assert crawler.stats.get_value("rfc9309/forbidden") == 20
     assert len(crawler.spider.seen) == HOSTS * PAGES
     assert broad_site.most_pages <= 64
+
+
+class OldStyleSpider(ListSpider):
+    """Asks for its delay with Scrapy's ``download_delay`` spider attribute."""
+
+    name = "old-style"
+    download_delay = CRAWL_DELAY
+
+
+@pytest.mark.filterwarnings("ignore:The 'download_delay' spider attribute is deprecated")
+@pytest_twisted.ensureDeferred
+async def test_a_spiders_download_delay_attribute_spaces_every_host():
+    """Hundreds of hosts whose robots.txt asks for no delay, the spider's
+    ``download_delay`` attribute the only one: no gap at any host below it, robots.txt
+    included (Scrapy before 2.19 reads the attribute in its downloader only, whose
+    jitter alone spaced requests by half of it)."""
+    site = BroadSite(addresses(HOSTS, first=1800), robots_and_pages("User-agent: *\nAllow: /\n"))
+    try:
+        urls = [site.url(host, f"/p/{number}") for number in range(PAGES) for host in site.hosts]
+        crawler = await crawl(
+            urls,
+            spider=OldStyleSpider,
+            ADDONS={"scrapy_rfc9309.Addon": 500},
+            CONCURRENT_REQUESTS=64,
+            LOG_LEVEL="WARNING",
+        )
+    finally:
+        site.close()
+    gaps = site.gaps()
+    assert len(gaps) == HOSTS * PAGES
+    short = sorted(gap for gap in gaps if gap[0] < CRAWL_DELAY)
+    assert short == [], f"{len(short)} of {len(gaps)} gaps short, shortest {short[:3]}"
+    assert len(crawler.spider.seen) == HOSTS * PAGES
 
 
 @pytest_twisted.ensureDeferred

@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
         report_configuration_errors_in_one_line()
-        config = CrawlDelaySettings.from_settings(crawler.settings)
+        config = CrawlDelaySettings.from_settings(crawler.settings, spider_download_delay(crawler))
         if config is None:
             raise NotConfigured
         require_asyncio("CRAWLDELAY_ENABLED")
@@ -83,9 +83,6 @@ class CrawlDelayThrottle:
         if settings.get("DOMAINBUDGET_POLICY_FILE") or settings.get("DOMAINBUDGET_POLICY"):
             self.policy = load_policy(settings)
         self._default_delay, self._slot_delays = config.default_delay, config.slot_delays
-        spider_delay = spider_download_delay(crawler)
-        if spider_delay is not None:
-            self._default_delay = spider_delay
         self.max_floor = max(
             self.max_delay,
             self._default_delay,
