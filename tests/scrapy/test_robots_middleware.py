@@ -2,6 +2,9 @@
 
 Assertions are on what the *server* received."""
 
+import json
+import logging
+
 import pytest
 import pytest_twisted
 
@@ -366,6 +369,33 @@ async def test_the_close_report_names_each_site_its_drops_rules_and_delay(site, 
     assert entry["dropped"] == 2 and entry["rules"][0]["line"] == 3
 
 
+@pytest.mark.redis
+@pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning")  # scrapy-redis's
+@pytest_twisted.ensureDeferred
+async def test_a_stats_collector_that_keeps_only_scalars_gets_the_report_as_json(
+    site, fleet_redis, caplog
+):
+    """scrapy-redis's ``RedisStatsCollector`` keeps each stat in a Redis hash field,
+    which takes no list: the report goes there as JSON text, and the close logs no
+    error (it raised in the ``spider_closed`` handler)."""
+    import redis
+
+    site.route("/robots.txt", body=b"User-agent: *\nDisallow: /private\n")
+    await crawl(
+        pages(site, "/a", "/private/1"),
+        STATS_CLASS="scrapy_redis.stats.RedisStatsCollector",
+        REDIS_URL=fleet_redis,
+        SCHEDULER_PERSIST=True,  # the collector keeps the stats after the close
+    )
+    # (Scrapy's own LogStats fails at the close with this collector: not counted.)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not [message for message in errors if "scrapy_rfc9309" in message]
+    [hash_key] = redis.Redis.from_url(fleet_redis).keys("*:stats")
+    stored = redis.Redis.from_url(fleet_redis).hget(hash_key, "rfc9309/report")
+    [entry] = json.loads(stored)
+    assert entry["site"] == site.url and entry["dropped"] == 1
+
+
 def test_the_close_report_says_how_many_more_rules_dropped_requests():
     from scrapy_rfc9309.downloadermiddlewares.robotstxt._report import TOP_RULES, RobotsReport
 
@@ -396,6 +426,32 @@ def test_the_close_report_names_the_top_sites_and_sums_the_rest():
     assert len(lines) == TOP_SITES + 1
     assert lines[0].startswith(f"http://s{TOP_SITES + 4}: ")  # most dropped first
     assert lines[-1] == "... and 5 more sites: 15 requests dropped"  # 1+2+3+4+5
+
+
+def test_the_close_report_keeps_a_bounded_count_of_sites_and_sums_later_ones():
+    """A broad crawl's report costs no memory for each of its sites: past
+    MAX_SITES, a new site's drops are only summed (and its preferences and failed
+    fetch not kept); the sites kept go on counting."""
+    from scrapy_rfc9309.downloadermiddlewares.robotstxt import _report
+
+    report = _report.RobotsReport()
+    fetched = "robots.txt fetched (HTTP 200)"
+    for number in range(_report.MAX_SITES + 100):
+        report.dropped(f"http://s{number}", fetched, "Disallow: /", 2, None)
+    report.preferences("http://late", fetched, ["Content-Usage: train-ai=n"])
+    report.failed("http://late", "unreachable")
+    report.dropped("http://s0", fetched, "Disallow: /", 2, None)
+    assert "http://late" not in report._sites and len(report._sites) == _report.MAX_SITES
+    lines = report.lines()
+    assert lines[0].startswith("http://s0: robots.txt fetched (HTTP 200); 2 requests dropped")
+    more, summed = (
+        _report.MAX_SITES - _report.TOP_SITES,
+        _report.MAX_SITES + 100 - _report.TOP_SITES,
+    )
+    assert lines[-1] == f"... and {more}+ more sites: {summed} requests dropped"
+    one = _report.RobotsReport()
+    one.dropped("http://one", fetched, "Disallow: /", 2, None)
+    assert "; 1 request dropped: " in one.lines()[0]
 
 
 class BrokenForRobotsTxt:

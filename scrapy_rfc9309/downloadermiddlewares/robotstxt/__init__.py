@@ -15,6 +15,7 @@ whole.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -387,7 +388,11 @@ class RobotsTxtMiddleware:
         lines = self.report.lines()
         if lines:
             logger.info("robots.txt report:\n  %s", "\n  ".join(lines))
-            self.stats.set_value("rfc9309/report", self.report.summary())
+            summary = self.report.summary()
+            try:
+                self.stats.set_value("rfc9309/report", summary)
+            except Exception:  # a collector that keeps scalars only (scrapy-redis's)
+                self.stats.set_value("rfc9309/report", json.dumps(summary))
 
     def _kept_summary(self) -> str:
         """What the kept copies saved, in the counts that are not zero, and the

@@ -3,9 +3,10 @@ how many requests it dropped, by which rules, the delay it asked for, and the
 usage preferences (Content-Usage, Content-Signal lines) its requests carried.
 
 Only sites that dropped a request, could not be fetched or stated preferences are
-kept, and the report
-names the top :data:`TOP_SITES` of them (the rest summed), so that a broad crawl's
-report stays a few lines long.
+kept, and the report names the top :data:`TOP_SITES` of them (the rest summed), so
+that a broad crawl's report stays a few lines long.  The first :data:`MAX_SITES` such
+sites are told apart; the requests later ones drop are summed, so that the report
+costs a broad crawl no memory for each of its sites.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 TOP_SITES = 10
 #: How many deciding rules a log line names per site (the stat keeps them all).
 TOP_RULES = 3
+#: How many sites the report keeps apart (about 350 bytes each).
+MAX_SITES = 10_000
 
 
 @dataclass
@@ -31,22 +34,36 @@ class _Site:
 class RobotsReport:
     def __init__(self) -> None:
         self._sites: dict[str, _Site] = {}
+        self._untold = 0  # requests dropped by sites past the first MAX_SITES
+
+    def _site(self, authority: str, outcome: str) -> _Site | None:
+        """*authority*'s record, its outcome now *outcome*; None past MAX_SITES."""
+        site = self._sites.get(authority)
+        if site is None:
+            if len(self._sites) >= MAX_SITES:
+                return None
+            site = self._sites[authority] = _Site(outcome)
+        site.outcome = outcome
+        return site
 
     def dropped(
         self, authority: str, outcome: str, rule: str | None, line: int | None, delay: float | None
     ) -> None:
-        site = self._sites.setdefault(authority, _Site(outcome))
-        site.outcome, site.delay = outcome, delay
+        site = self._site(authority, outcome)
+        if site is None:
+            self._untold += 1
+            return
+        site.delay = delay
         site.dropped[(rule or "no rule", line)] += 1
 
     def preferences(self, authority: str, outcome: str, lines: list[str]) -> None:
         """A request to *authority* carried the preferences of *lines*."""
-        site = self._sites.setdefault(authority, _Site(outcome))
-        for line in lines:
-            site.preferences[line] += 1
+        site = self._site(authority, outcome)
+        if site is not None:
+            site.preferences.update(lines)
 
     def failed(self, authority: str, outcome: str) -> None:
-        self._sites.setdefault(authority, _Site(outcome)).outcome = outcome
+        self._site(authority, outcome)
 
     def _ranked(self) -> list[tuple[str, _Site]]:
         return sorted(self._sites.items(), key=lambda item: -sum(item[1].dropped.values()))
@@ -84,12 +101,16 @@ class RobotsReport:
             if more:
                 rules += f" and {len(more)} more rules x{sum(r['dropped'] for r in more)}"
             delay = f"; Crawl-delay {site['crawl_delay']:g} s" if site["crawl_delay"] else ""
-            dropped = f"{site['dropped']} requests dropped" + (f": {rules}" if rules else "")
+            count = site["dropped"]
+            dropped = f"{count} request{'s' if count != 1 else ''} dropped" + (
+                f": {rules}" if rules else ""
+            )
             stated = "; ".join(f"'{line}' x{n}" for line, n in site["preferences"].items())
             said = f"; preferences: {stated}" if stated else ""
             lines.append(f"{site['site']}: {site['robots_txt']}; {dropped}{delay}{said}")
         rest = self._ranked()[TOP_SITES:]
-        if rest:
-            count = sum(sum(site.dropped.values()) for _, site in rest)
-            lines.append(f"... and {len(rest)} more sites: {count} requests dropped")
+        if rest or self._untold:
+            count = sum(sum(site.dropped.values()) for _, site in rest) + self._untold
+            more = f"{len(rest)}+" if self._untold else str(len(rest))
+            lines.append(f"... and {more} more sites: {count} requests dropped")
         return lines
