@@ -8,7 +8,7 @@ import pytest
 import pytest_twisted
 from scrapy import signals
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
 
 from tests.crawl import BASE_SETTINGS, ChainSpider, ListSpider, crawl
 
@@ -51,6 +51,26 @@ async def test_crawl_delay_wins_over_a_shorter_delay_with_jitter_and_autothrottl
     )
     assert min(gaps(site)) >= 0.475
     assert crawler.stats.get_value("crawldelay/applied") == 1
+
+
+@pytest.mark.redis
+@pytest_twisted.ensureDeferred
+async def test_two_crawls_of_one_process_share_a_sites_crawl_delay_through_the_fleet_redis(
+    site, fleet_redis
+):
+    """Each crawl of a process spaces its own requests, as Scrapy's own delays: two
+    spiders run at once against one site share its Crawl-delay (and one robots.txt
+    fetch) through ``FLEET_REDIS_URL``, as the processes of a fleet do."""
+    robots(site, b"User-agent: *\nCrawl-delay: 0.5\n")
+    shared = {"FLEET_REDIS_URL": fleet_redis, **THROTTLE}
+    both = [
+        ensureDeferred(crawl([f"{site.url}/p/{name}{n}" for n in range(3)], **shared))
+        for name in "ab"
+    ]
+    await DeferredList(both, fireOnOneErrback=True)
+    assert site.paths().count("/robots.txt") == 1
+    assert len(gaps(site)) == 5
+    assert min(gaps(site)) >= 0.475
 
 
 @pytest_twisted.ensureDeferred
