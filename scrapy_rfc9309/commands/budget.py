@@ -39,7 +39,7 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument(
-            "--day", help="the day to show (default: today in DOMAINBUDGET_TIMEZONE)"
+            "--day", help="the day to show (today in DOMAINBUDGET_TIMEZONE by default)"
         )
         parser.add_argument(
             "--reset", metavar="DOMAIN", help="forget DOMAIN's counters for the day"

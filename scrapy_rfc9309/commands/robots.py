@@ -115,7 +115,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--user-agent",
             metavar="TOKEN",
-            help="the crawler's product token (default: ROBOTSTXT_USER_AGENT, else USER_AGENT's)",
+            help="the crawler's product token (by default ROBOTSTXT_USER_AGENT, else USER_AGENT's)",
         )
         parser.add_argument(
             "--file", metavar="PATH", help="read this robots.txt instead of fetching it"

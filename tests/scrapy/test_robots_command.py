@@ -369,3 +369,28 @@ def test_the_preferences_that_apply_to_the_url_are_shown_with_their_lines(tmp_pa
     assert "preferences:  line 4: Content-Signal: search=yes" in out
     status, out = robots_without_fetching("http://example.com/x", *args, capsys=capsys)
     assert "preferences:  line 2: Content-Usage: / train-ai=n" in out
+
+
+@pytest.mark.parametrize("module", ["robots", "budget"])
+def test_the_help_shows_only_its_own_headings_at_any_terminal_width(module):
+    """Scrapy's help formatter takes a help line ending with ``:`` for a heading
+    (title-cased and underlined): an option's help must read right however the
+    terminal wraps it (``(default: ...`` at a line's end did not)."""
+    import importlib
+
+    from scrapy.commands import ScrapyHelpFormatter
+
+    command = importlib.import_module(f"scrapy_rfc9309.commands.{module}").Command()
+    command.settings = Settings()
+    for width in range(40, 200):
+        parser = argparse.ArgumentParser(
+            formatter_class=lambda prog, width=width: ScrapyHelpFormatter(prog, width=width),
+            usage=f"scrapy {module} {command.syntax()}",
+            conflict_handler="resolve",
+        )
+        command.add_options(parser)
+        lines = parser.format_help().splitlines()
+        headings = [above for above, line in zip(lines, lines[1:]) if set(line) in ({"="}, {"-"})]
+        # (Scrapy's own options come after: its --loglevel has the flaw at width 40.)
+        ours = headings[: headings.index("Global Options")]
+        assert ours == ["Usage", "Options"], (width, ours)
