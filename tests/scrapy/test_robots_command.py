@@ -5,6 +5,7 @@ way ``scrapy.cmdline`` does; one subprocess test keeps the ``--file`` path hones
 real terminal."""
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -390,7 +391,8 @@ def test_the_help_shows_only_its_own_headings_at_any_terminal_width(module):
         )
         command.add_options(parser)
         lines = parser.format_help().splitlines()
-        headings = [above for above, line in zip(lines, lines[1:]) if set(line) in ({"="}, {"-"})]
+        underlined = itertools.pairwise(lines)
+        headings = [above for above, line in underlined if set(line) in ({"="}, {"-"})]
         # (Scrapy's own options come after: its --loglevel has the flaw at width 40.)
         ours = headings[: headings.index("Global Options")]
         assert ours == ["Usage", "Options"], (width, ours)
