@@ -152,8 +152,8 @@ end
 -- The shared queue --------------------------------------------------------------
 --
 -- KEYS (every queue function's): the units with requests by the time each may
--- next be ready (a sorted set), the count of requests left, the floor each unit
--- was last known to have (a hash: -1 or absent, not known yet), each unit's owner
+-- next be ready (a sorted set), the count of requests left, the floor each unit in
+-- the queue was last known to have (a hash: -1 or absent, not known yet), each unit's owner
 -- (a hash), the processes seen lately (a sorted set by when), the count of units
 -- given an owner, the last request this process popped (a hash: its pop's number
 -- and the request), the count of requests ever pushed (their arrival numbers).
@@ -204,11 +204,14 @@ local function give(name, process)
   redis.call('ZADD', owned(process), redis.call('ZSCORE', KEYS[1], name), name)
 end
 
+-- Nothing of a unit is kept once dropped (a broad crawl's units would fill Redis):
+-- pushed again, it is new, its floor not known until a request of it ends.
 local function drop(name)
   redis.call('ZREM', KEYS[1], name)
   local process = redis.call('HGET', KEYS[4], name)
   if process then redis.call('ZREM', owned(process), name) end
   redis.call('HDEL', KEYS[4], name)
+  redis.call('HDEL', KEYS[3], name)
 end
 
 local function wake(process)  -- another process is told to look (one item at most)
@@ -217,6 +220,9 @@ local function wake(process)  -- another process is told to look (one item at mo
   if redis.call('EXISTS', key) == 0 then redis.call('RPUSH', key, '1') end
   redis.call('PEXPIRE', key, math.floor(q.seen_for / 1000))
 end
+
+-- The most units a pop looks at for a ready request (bounding the script's time).
+local LOOK_AT = 200
 
 local function popped(token) return token and string.sub(token, 1, 4) == 'pop:' end
 
@@ -228,14 +234,15 @@ end
 -- five to an end: the unit, its floor, whether the site saw the request (1: the
 -- floor is known) or not (0), how long the unit is held from now (<= 0: not), and
 -- the token its pop held it for ('': none).  Each unit's record is let go of and
--- held, and the unit placed when it may start; one with requests queued wakes its
--- owner.  Returns how soon the first of those may start (false: none has requests
+-- held; a unit still in the queue has its floor noted and is placed when it may
+-- start (one with requests queued wakes its owner).  Returns how soon the first of those may start (false: none has requests
 -- queued).
 local function apply_ends(first)
   local soonest = false
   for i = first, #ARGV, 5 do
     local name, reached = ARGV[i], ARGV[i + 2] == '1'
-    if reached then redis.call('HSET', KEYS[3], name, ARGV[i + 1]) end
+    local placed = redis.call('ZSCORE', KEYS[1], name)
+    if reached and placed then redis.call('HSET', KEYS[3], name, ARGV[i + 1]) end
     local unit = record(name, ARGV[i + 1])
     if ARGV[i + 4] ~= '' then let_go(unit, ARGV[i + 4], reached) end
     local held = tonumber(ARGV[i + 3])
@@ -243,7 +250,7 @@ local function apply_ends(first)
       unit.hold = now + held
       store(unit)
     end
-    if redis.call('ZSCORE', KEYS[1], name) then
+    if placed then
       local wait = wait_of(unit, math.max(unit.floor, POLL))
       place(name, now + wait)
       if redis.call('ZCARD', q.lists .. name) > 0 then
@@ -353,7 +360,7 @@ end
 -- must not wait for it, may be fetched next) is only placed `lease` away, until that
 -- end: one request at a time, the gate acquiring its record.  A unit whose list the pop
 -- empties keeps its place (and its hold); a ready unit with an empty list is
--- dropped when a pop meets it.
+-- dropped when a pop meets it, and the pop looks on (up to LOOK_AT units).
 --
 -- Returns {request or false, the token or '', the floor the unit was held with,
 -- microseconds until a unit may be ready for this process or false, the requests
@@ -396,19 +403,27 @@ function calls.pop(lists, wakes, process, seen_for, ledger, lease, grace, number
     redis.call('DECR', KEYS[2])
     return {data, token, held_with, false, redis.call('GET', KEYS[2])}
   end
-  local function ready(key, before)
-    return redis.call('ZRANGEBYSCORE', key, '-inf', int(before), 'LIMIT', 0, 20)
+  -- Each unit looked at leaves the ready ones (a request taken, placed later, or
+  -- dropped): the ready are looked at until a request is taken, none is left, or
+  -- LOOK_AT were (then the process is told to ask again at once).
+  local looked = 0
+  local function first_ready(key, before, adopt)
+    while looked < LOOK_AT do
+      local names = redis.call('ZRANGEBYSCORE', key, '-inf', int(before), 'LIMIT', 0, 20)
+      if #names == 0 then return false end
+      for _, name in ipairs(names) do
+        looked = looked + 1
+        if adopt and not owner(name) then give(name, q.process) end
+        local taken = take_from(name)
+        if taken then return taken end
+      end
+    end
+    return false
   end
-  for _, name in ipairs(ready(owned(q.process), now)) do
-    local taken = take_from(name)
-    if taken then return taken end
-  end
-  for _, name in ipairs(ready(KEYS[1], now - grace)) do
-    if not owner(name) then give(name, q.process) end
-    local taken = take_from(name)
-    if taken then return taken end
-  end
+  local taken = first_ready(owned(q.process), now, false) or first_ready(KEYS[1], now - grace, true)
+  if taken then return taken end
   local soonest = false
+  if looked >= LOOK_AT then soonest = 0 end
   local function after(key, from, plus)
     local next = redis.call('ZRANGEBYSCORE', key, '(' .. int(from), '+inf', 'WITHSCORES',
       'LIMIT', 0, 1)

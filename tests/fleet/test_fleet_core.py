@@ -391,6 +391,55 @@ def push_for(queue, host):
     queue.push(Request(f"http://{host}/", meta={"download_slot": host}))
 
 
+@pytest.mark.parametrize("floor", [0.0, 0.001])
+@pytest_twisted.ensureDeferred
+async def test_the_shared_queue_keeps_nothing_of_a_unit_it_is_done_with(url, floor):
+    """A broad crawl's shared queue costs Redis no memory per unit crawled: once a
+    unit's requests ended and a later pop met it with none left, none of the queue's
+    keys holds anything of it (its place, owner, floor), floored or not; and meeting
+    many such units does not delay the next request."""
+    queue = shared_queue(url, "done")
+    queue.clear()
+    polite = queue.politeness
+    polite.tracking = True  # as the gate does: it sees every end
+    polite.limit_by(Floor(floor))
+    crawled = [f"u{n}.example" for n in range(60)]
+    for unit in crawled:
+        push_for(queue, unit)
+
+    async def crawl(count):
+        taken = []
+        while len(taken) < count:
+            await told(queue)
+            await asyncio.sleep(0.01)  # a floor passed
+            while (request := queue.pop()) is not None:
+                taken.append(request)
+                polite.finished(request, reached=True)
+        return taken
+
+    assert len(await on_loop(crawl(len(crawled)))) == len(crawled)
+    push_for(queue, "next.example")  # the crawl goes on
+
+    async def next_pop():
+        await told(queue)
+        await asyncio.sleep(0.01)  # the units done are ready: their floor passed
+        return queue.pop()
+
+    # One pop drops the units done that it meets, however many, and takes the new
+    # unit's request (it looked at 20, then waited for the others' grace: 2.5 s).
+    request = await on_loop(next_pop())
+    assert request is not None and request.url == "http://next.example/"
+    server = redis.Redis.from_url(url)
+    units, _count, floors, owners = queue.keys[:4]
+    kept = {name.decode() for name in server.zrange(units, 0, -1)}
+    kept |= {name.decode() for name in server.hkeys(floors)}
+    kept |= {name.decode() for name in server.hkeys(owners)}
+    for owned in server.scan_iter(match=f"{owners}:*"):
+        kept |= {name.decode() for name in server.zrange(owned, 0, -1)}
+    assert kept <= {"next.example"}, sorted(kept)
+    await on_loop(queue.close())
+
+
 @pytest_twisted.ensureDeferred
 async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(
     url, monkeypatch
