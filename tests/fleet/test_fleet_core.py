@@ -441,6 +441,42 @@ async def test_the_shared_queue_keeps_nothing_of_a_unit_it_is_done_with(url, flo
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_unit_without_a_floor_pushed_again_after_it_was_dropped_goes_on_at_once(url):
+    """A unit the queue dropped (done with) is new when pushed again: its floor not
+    known, its first request holds it until its end is told, which the process tells
+    (a unit without a floor whose end went untold was held for the lease, 185 s)."""
+    from scrapy import Request
+
+    queue = shared_queue(url, "again")
+    queue.clear()
+    polite = queue.politeness
+    polite.tracking = True  # as the gate does: it sees every end
+
+    async def take(path, more=()):
+        """Pop /path of a.example (after *more* units' requests, each done)."""
+        for _ in range(100):
+            await told(queue)
+            await asyncio.sleep(0.01)
+            request = queue.pop()
+            if request is not None:
+                polite.finished(request, reached=True)
+                if request.url.endswith(path):
+                    return request
+        return None
+
+    popped = []
+    for round_ in range(3):  # pushed, crawled, dropped by a later pop; again
+        queue.push(Request(f"http://a.example/{round_}", meta={"download_slot": "a.example"}))
+        queue.push(Request(f"http://a.example/{round_}b", meta={"download_slot": "a.example"}))
+        popped.append(await on_loop(take(f"/{round_}")))
+        popped.append(await on_loop(take(f"/{round_}b")))
+        push_for(queue, f"other{round_}.example")  # its pop meets a.example, done with
+        await on_loop(take(f"other{round_}.example/"))
+    assert all(request is not None for request in popped), popped
+    await on_loop(queue.close())
+
+
+@pytest_twisted.ensureDeferred
 async def test_the_shared_queue_finds_a_process_s_ready_unit_behind_many_of_another_s(
     url, monkeypatch
 ):

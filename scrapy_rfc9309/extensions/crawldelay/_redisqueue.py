@@ -225,7 +225,6 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         self._lease = int((timeout + LEASE_MARGIN) * 1_000_000)
         self._ledger = server.register_script(SOURCE)
-        self._reported: set[str] = set()  # units without a floor, already said so
         #: Requests this process's middlewares drop without reaching their site (a
         #: robots.txt at hand refuses them, or their domain's budget is spent): kept
         #: here, not shared, and handed out at once.
@@ -615,14 +614,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if not reached:
             self._ended(unit, 0.0, False, token)
             return
-        floor = self.politeness.floor(unit)
-        if not floor and unit in self._reported and not token:
-            return
-        if not floor:
-            self._reported.add(unit)
-        else:
-            self._reported.discard(unit)  # a unit that backs off is floored for a while
-        self._ended(unit, floor, True, token)
+        # Told even for a unit known to have no floor: Redis may have dropped it
+        # since (done with), and placed it again, new, until this end.
+        self._ended(unit, self.politeness.floor(unit), True, token)
 
     def _ended(self, unit: str, floor: float, known: bool, token: str) -> None:
         """Tell Redis a request of *unit* ended now, without blocking the reactor:
