@@ -10,6 +10,7 @@ import pytest
 import pytest_twisted
 
 from scrapy_rfc9309.budget.storage import (
+    KEEP_DAYS,
     MemoryStorage,
     RedisStorage,
     Reservation,
@@ -95,6 +96,17 @@ def test_reset(storage):
     assert storage.reserve("a.com", DAY, 1, 0) is Reservation.GRANTED
 
 
+def test_the_days_before_a_day_are_forgotten_or_expire(storage):
+    """A storage keeps KEEP_DAYS days of counters: Redis keys expire by themselves
+    (``test_redis_keys_expire_after_a_few_days``); the others delete older days."""
+    days = ["2026-01-01", "2026-01-03", "2026-01-04"]
+    for day in days:
+        storage.reserve("a.com", day, 0, 0)
+    storage.forget_before("2026-01-03")
+    kept = [day for day in days if storage.usage(day)]
+    assert kept == (days if isinstance(storage, RedisStorage) else days[1:])
+
+
 def test_threads_never_overshoot(storage):
     granted = []
 
@@ -150,10 +162,10 @@ def test_redis_errors_are_wrapped():
 
 
 def test_redis_keys_expire_after_a_few_days(redis_server):
-    store = RedisStorage(redis_server.url, prefix=f"ttl-{uuid.uuid4().hex}", ttl_days=3)
+    store = RedisStorage(redis_server.url, prefix=f"ttl-{uuid.uuid4().hex}")
     store.reserve("a.com", DAY, 0, 0)
     ttl = store.client.ttl(store._key(DAY, "a.com"))
-    assert 3 * 86400 - 10 < ttl <= 3 * 86400
+    assert KEEP_DAYS * 86400 - 10 < ttl <= KEEP_DAYS * 86400
     store.close()
 
 

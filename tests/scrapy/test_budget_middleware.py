@@ -39,6 +39,30 @@ async def test_page_budget_of_10_on_50_pages_then_nothing_the_same_day(site, db)
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_crawl_deletes_the_sqlite_days_older_than_it_keeps(site, db):
+    """The SQLite file keeps KEEP_DAYS days, as Redis keys do: a daily crawl's file
+    would otherwise grow by every domain of every day."""
+    from scrapy_rfc9309.budget.storage import KEEP_DAYS, SQLiteStorage
+
+    today = "2025-11-22"  # the fixed day's, in UTC
+    days = ["2025-11-01", "2025-11-19", "2025-11-20", today]
+    store = SQLiteStorage(db)
+    for day in days:
+        store.reserve("example.com", day, 0, 0)
+    store.close()
+    await crawl(
+        [f"{site.url}/p/0"],
+        DOMAINBUDGET_POLICY=policy(pages=10),
+        DOMAINBUDGET_SQLITE_PATH=db,
+        **BUDGET,
+    )
+    store = SQLiteStorage(db)
+    kept = [day for day in days if store.usage(day)]
+    store.close()
+    assert KEEP_DAYS == 3 and kept == ["2025-11-20", today]
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_sister_domain_has_its_own_budget(site, db):
     # 127.0.0.1 and localhost are counted apart (IPs and localhost per host name).
     local = site.url.replace("127.0.0.1", "localhost")

@@ -13,16 +13,20 @@ tries its statement without waiting for a lock and hands it to a worker thread o
 when another writer holds the file, the Redis storage uses a pipelined asyncio
 connection, and any other storage falls back to a worker thread.
 
+Counters are kept :data:`KEEP_DAYS` days: Redis keys expire; the budget middleware
+has the other storages delete older days when a crawl opens (:meth:`forget_before`).
+
 ``DOMAINBUDGET_STORAGE`` names a backend by its path in this package, e.g.
 ``scrapy_rfc9309.budget.storage.SQLiteStorage``.
 """
 
-from ._base import BudgetStorage, Reservation, StorageError, Usage, reservation_for
+from ._base import KEEP_DAYS, BudgetStorage, Reservation, StorageError, Usage, reservation_for
 from ._memory import MemoryStorage
 from ._redis import RedisStorage
 from ._sqlite import SQLiteStorage
 
 __all__ = [
+    "KEEP_DAYS",
     "BudgetStorage",
     "MemoryStorage",
     "RedisStorage",

@@ -20,6 +20,10 @@ class Reservation(str, Enum):
 
 Usage = dict[str, tuple[int, int]]  # domain key -> (requests, pages)
 
+#: How many days of counters are kept (a day's and the days before it): Redis keys
+#: expire after them; the other storages delete older days when a crawl opens.
+KEEP_DAYS = 3
+
 
 class BudgetStorage(ABC):
     @classmethod
@@ -53,6 +57,10 @@ class BudgetStorage(ABC):
     def reset(self, key: str, day: str) -> None:
         """Forget *key*'s counters for *day*."""
 
+    def forget_before(self, day: str) -> None:  # noqa: B027 (optional for backends)
+        """Delete the counters of the days before *day* (``YYYY-MM-DD``); a backend
+        whose records expire by themselves keeps this no-op."""
+
     def close(self) -> None:  # noqa: B027 (optional for backends)
         """Release connections."""
 
@@ -71,6 +79,9 @@ class BudgetStorage(ABC):
 
     async def counts_async(self, key: str, day: str) -> tuple[int, int]:
         return await asyncio.to_thread(self.counts, key, day)
+
+    async def forget_before_async(self, day: str) -> None:
+        await asyncio.to_thread(self.forget_before, day)
 
     async def close_async(self) -> None:
         await asyncio.to_thread(self.close)

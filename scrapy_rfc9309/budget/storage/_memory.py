@@ -46,6 +46,10 @@ class MemoryStorage(BudgetStorage):
         with self._lock:
             self._counts.pop((day, key), None)
 
+    def forget_before(self, day: str) -> None:
+        with self._lock:
+            self._counts = {(d, key): c for (d, key), c in self._counts.items() if d >= day}
+
     # The lock is only ever held for a few dictionary operations: answer at once.
     async def reserve_async(
         self, key: str, day: str, max_requests: int, max_pages: int

@@ -14,7 +14,7 @@ from ..._redis import (
     address_from_url,
     redacted_url,
 )
-from ._base import BudgetStorage, Reservation, StorageError, Usage
+from ._base import KEEP_DAYS, BudgetStorage, Reservation, StorageError, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +25,8 @@ class RedisStorage(BudgetStorage):
     One hash per (day, domain), ``domainbudget:{day}:{domain}`` with fields ``r`` and
     ``p``: every script touches a single key, as Redis Cluster requires (the storage
     talks to one server: a cluster is reached through a cluster-aware proxy).  A
-    reservation is one Lua script (one round trip).  Keys expire after ``ttl_days``.
+    reservation is one Lua script (one round trip).  Keys expire after ``ttl_days``
+    (:data:`KEEP_DAYS`): :meth:`forget_before` has nothing to do.
 
     The plain methods use redis-py.  The ``*_async`` methods use
     :class:`~scrapy_rfc9309._redis.PipelinedRedis`, one pipelined connection
@@ -64,7 +65,11 @@ class RedisStorage(BudgetStorage):
         return cls(settings.get("DOMAINBUDGET_REDIS_URL"))
 
     def __init__(
-        self, url: str, prefix: str = "domainbudget", ttl_days: int = 3, timeout: float = 5.0
+        self,
+        url: str,
+        prefix: str = "domainbudget",
+        ttl_days: int = KEEP_DAYS,
+        timeout: float = 5.0,
     ):
         try:
             import redis

@@ -171,6 +171,9 @@ class SQLiteStorage(BudgetStorage):
             self._connection(), "DELETE FROM budget WHERE day = ? AND domain = ?", (day, key)
         )
 
+    def forget_before(self, day: str) -> None:
+        self._execute(self._connection(), "DELETE FROM budget WHERE day < ?", (day,))
+
     async def reserve_async(
         self, key: str, day: str, max_requests: int, max_pages: int
     ) -> Reservation:

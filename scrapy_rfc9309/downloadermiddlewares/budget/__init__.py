@@ -27,7 +27,7 @@ from ..._settings import (
 )
 from ..._shared import META_ROBOTS, offers
 from ...budget.policy import DomainLimits, day_of
-from ...budget.storage import Reservation, StorageError, reservation_for
+from ...budget.storage import KEEP_DAYS, Reservation, StorageError, reservation_for
 from ._setup import BudgetSettings, unix_time
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
+
+DAY = 86400.0  # seconds
 
 #: Request.meta key holding (domain key, day) of a granted reservation.
 META_RESERVED = "domainbudget_reserved"
@@ -74,9 +76,12 @@ class DomainBudgetMiddleware:
     async def _check_storage(self, spider: Any = None) -> None:
         """Read the store once before the first request: one that cannot be reached
         (a Redis with nothing listening) is said at start-up, in one line, with what
-        ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it."""
+        ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it.  Then have it delete the days
+        older than :data:`KEEP_DAYS` (an SQLite file would grow by every domain of
+        every day)."""
+        now = unix_time()
         try:
-            await self.storage.counts_async("", day_of(unix_time(), self.tz))
+            await self.storage.counts_async("", day_of(now, self.tz))
         except StorageError as exc:
             self._storage_failed = True
             self.stats.inc_value("domainbudget/storage_error")
@@ -89,6 +94,14 @@ class DomainBudgetMiddleware:
                 if self.fail_closed
                 else "requests go through uncounted",
                 "deny" if self.fail_closed else "allow",
+            )
+            return
+        oldest = day_of(now - (KEEP_DAYS - 1) * DAY, self.tz)
+        try:
+            await self.storage.forget_before_async(oldest)
+        except StorageError as exc:  # harmless: tried again at the next crawl's start
+            logger.warning(
+                "Budget storage %s kept the days before %s (%s)", self._store, oldest, exc
             )
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
