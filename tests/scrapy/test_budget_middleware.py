@@ -278,6 +278,30 @@ async def test_one_info_line_per_domain_when_over_budget_and_a_summary_at_close(
 
 
 @pytest_twisted.ensureDeferred
+async def test_the_close_summary_names_the_domains_that_used_most_and_sums_the_others(db, caplog):
+    """A broad crawl's close summary stays a few lines: the TOP_DOMAINS domains that
+    used most pages, each with its use and limits, then one line for the others."""
+    from scrapy_rfc9309.downloadermiddlewares.budget import TOP_DOMAINS
+    from tests.broad_site import BroadSite, addresses, robots_and_pages
+
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
+    site = BroadSite(addresses(TOP_DOMAINS + 5, first=2400), robots_and_pages("User-agent: *\n"))
+    try:
+        busy = site.hosts[-1]  # 3 pages: first in the summary
+        urls = [site.url(host, "/p/0") for host in site.hosts]
+        urls += [site.url(busy, f"/p/{number}") for number in (1, 2)]
+        await crawl(
+            urls, DOMAINBUDGET_POLICY=policy(pages=5), DOMAINBUDGET_SQLITE_PATH=db, **BUDGET
+        )
+    finally:
+        site.close()
+    summary = [r.getMessage() for r in caplog.records if "Daily budget" in r.getMessage()]
+    assert len(summary) == TOP_DOMAINS + 1
+    assert summary[0] == f"Daily budget of {busy} on 2025-11-22: 4/unlimited requests, 3/5 pages"
+    assert summary[-1] == "Daily budgets on 2025-11-22: 5 more domains, 10 requests, 5 pages"
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_storage_unreachable_from_the_start_is_said_once_at_start_up(site, caplog):
     from tests.server import closed_port
 

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DAY = 86400.0  # seconds
+#: How many domains the close summary names (those that used most pages); the others
+#: are summed in one line.
+TOP_DOMAINS = 10
+#: How many domains this process remembers having counted, for that summary.
+MAX_COUNTED = 10_000
 
 #: Request.meta key holding (domain key, day) of a granted reservation.
 META_RESERVED = "domainbudget_reserved"
@@ -110,7 +115,8 @@ class DomainBudgetMiddleware:
             return
         limits = self.policy.limits_for(host)
         day = day_of(unix_time(), self.tz)
-        self._touched[limits.key] = limits
+        if len(self._touched) < MAX_COUNTED:
+            self._touched[limits.key] = limits
         if request.meta.get(META_ROBOTS):  # robots.txt: counted, never refused
             try:
                 await self.storage.count_request_async(limits.key, day)
@@ -245,22 +251,40 @@ class DomainBudgetMiddleware:
         except StorageError as exc:
             logger.error("Budget storage failed at close: %s", exc)
             usage = None
-        unknown = usage is None or self._storage_failed
-        for key, limits in sorted(self._touched.items()):
-            if unknown:  # what the store holds misses what went through while it failed
-                logger.info(
-                    "Daily budget of %s on %s: use unknown (the budget storage failed)", key, day
+        if self._storage_failed:  # what the store holds misses what went through meanwhile
+            usage = None
+        for line in self._summary(day, usage):
+            logger.info("%s", line)
+        await self.storage.close_async()
+
+    def _summary(self, day: str, usage: dict[str, tuple[int, int]] | None) -> list[str]:
+        """The day's use of the domains this process counted (*usage*: the store's,
+        ``None`` if unknown): a line for each of the TOP_DOMAINS that used most
+        pages, one for the others."""
+        used = usage or {}
+        ranked = sorted(
+            self._touched.items(), key=lambda item: (-used.get(item[0], (0, 0))[1], item[0])
+        )
+        lines = []
+        for key, limits in ranked[:TOP_DOMAINS]:
+            if usage is None:
+                lines.append(
+                    f"Daily budget of {key} on {day}: use unknown (the budget storage failed)"
                 )
                 continue
-            assert usage is not None
-            requests, pages = usage.get(key, (0, 0))
-            logger.info(
-                "Daily budget of %s on %s: %s/%s requests, %s/%s pages",
-                key,
-                day,
-                requests,
-                limits.max_requests_per_day or "unlimited",
-                pages,
-                limits.max_pages_per_day or "unlimited",
+            requests, pages = used.get(key, (0, 0))
+            lines.append(
+                f"Daily budget of {key} on {day}: "
+                f"{requests}/{limits.max_requests_per_day or 'unlimited'} requests, "
+                f"{pages}/{limits.max_pages_per_day or 'unlimited'} pages"
             )
-        await self.storage.close_async()
+        rest = [used.get(key, (0, 0)) for key, _ in ranked[TOP_DOMAINS:]]
+        if rest:
+            more = f"{len(rest)}+" if len(self._touched) >= MAX_COUNTED else str(len(rest))
+            what = (
+                "use unknown"
+                if usage is None
+                else f"{sum(r for r, _ in rest)} requests, {sum(p for _, p in rest)} pages"
+            )
+            lines.append(f"Daily budgets on {day}: {more} more domains, {what}")
+        return lines
