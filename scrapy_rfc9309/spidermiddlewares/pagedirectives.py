@@ -5,7 +5,8 @@ all.
 ``nofollow`` (or ``none``) stops the links of a page from being followed: the
 requests the spider yields from that response to a URL the page links to (an
 ``<a>`` or ``<area>`` ``href`` of an HTML page, fragment aside) are dropped, each
-with a DEBUG line, and counted (``rfc9309/nofollow_dropped``).  Requests the spider
+with a DEBUG line, and counted (``rfc9309/nofollow_dropped``; one INFO line at close
+says how many).  Requests the spider
 builds otherwise (a form's submission, an API's next page, a JSON response's URLs)
 are not links and go on, as do those with ``dont_obey_robotstxt`` in their meta;
 ``RFC9309_NOFOLLOW = False`` keeps them all.
@@ -22,7 +23,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Selector
+from scrapy import Request, Selector, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
@@ -60,10 +61,21 @@ class PageDirectivesMiddleware:
         self._names = [b"robots", *([self.token.encode()] if self.token else [])]
         names = b"|".join(re.escape(name) for name in self._names)
         self._names_in_meta = re.compile(rb"""name\s*=\s*["']?\s*(?:%s)\b""" % names).search
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    def _spider_closed(self, spider: Any = None) -> None:
+        """One INFO line at close if links were not followed (each has a DEBUG line)."""
+        dropped = self.stats.get_value("rfc9309/nofollow_dropped")
+        if dropped:
+            logger.info(
+                "nofollow: %d links not followed, on pages that said nofollow "
+                "(RFC9309_NOFOLLOW = False follows them)",
+                dropped,
+            )
 
     def process_spider_input(self, response: Response, spider: Any = None) -> None:
         """Before the callback runs: the directives go on the response's meta."""

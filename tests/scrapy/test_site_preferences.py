@@ -117,7 +117,7 @@ def page_with_links(site, path, links, head=b""):
 
 
 @pytest_twisted.ensureDeferred
-async def test_nofollow_pages_have_none_of_their_links_followed(site):
+async def test_nofollow_pages_have_none_of_their_links_followed(site, caplog):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     site.route(
         "/by-header",
@@ -148,11 +148,17 @@ async def test_nofollow_pages_have_none_of_their_links_followed(site):
     )
     paths = ("by-header", "by-meta", "for-another-bot", "followed", "for-this-bot")
     urls = [f"{site.url}/{path}" for path in paths]
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
     crawler = await crawl(urls, spider=LinkSpider, **ADDON)
     requested = set(site.paths())
     assert not {"/h1", "/h2", "/m1", "/t1"} & requested
     assert {"/o1", "/f1"} <= requested
     assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 4
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("nofollow: ")]
+    assert said == [
+        "nofollow: 4 links not followed, on pages that said nofollow "
+        "(RFC9309_NOFOLLOW = False follows them)"
+    ]
 
 
 class BuildingSpider(ListSpider):
