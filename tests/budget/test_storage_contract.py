@@ -146,6 +146,18 @@ def test_sqlite_persists_across_instances(tmp_path):
     assert SQLiteStorage(path).usage(DAY) == {"a.com": (1, 1)}
 
 
+def test_sqlite_forgets_many_domains_of_a_day_a_batch_at_a_time(tmp_path):
+    """The deletion goes a thousand rows to a transaction, until none is left."""
+    store = SQLiteStorage(tmp_path / "budget.sqlite")
+    for number in range(2500):
+        store.count_request(f"d{number}.com", "2026-01-01")
+    store.count_request("kept.com", "2026-01-04")
+    store.forget_before("2026-01-02")
+    assert store.usage("2026-01-01") == {}
+    assert store.usage("2026-01-04") == {"kept.com": (1, 0)}
+    store.close()
+
+
 def test_sqlite_errors_are_wrapped(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")

@@ -172,7 +172,13 @@ class SQLiteStorage(BudgetStorage):
         )
 
     def forget_before(self, day: str) -> None:
-        self._execute(self._connection(), "DELETE FROM budget WHERE day < ?", (day,))
+        """Delete the days before *day*, a thousand rows to a transaction: another
+        process's writes wait for one of them at most, not for the whole deletion."""
+        delete = (
+            "DELETE FROM budget WHERE rowid IN (SELECT rowid FROM budget WHERE day < ? LIMIT 1000)"
+        )
+        while self._execute(self._connection(), delete, (day,)).rowcount == 1000:
+            pass
 
     async def reserve_async(
         self, key: str, day: str, max_requests: int, max_pages: int

@@ -66,6 +66,7 @@ class DomainBudgetMiddleware:
         self._spent: set[tuple[str, str]] = set()  # (domain, day) found spent
         self._storage_failed = False
         self._touched: dict[str, DomainLimits] = {}
+        self._forgetting: asyncio.Future[None] | None = None  # older days being deleted
         self._store = config.describe_store()
         self._offers = offers(crawler)
         self._offers.budget_refusal = self.refusal
@@ -81,9 +82,9 @@ class DomainBudgetMiddleware:
     async def _check_storage(self, spider: Any = None) -> None:
         """Read the store once before the first request: one that cannot be reached
         (a Redis with nothing listening) is said at start-up, in one line, with what
-        ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it.  Then have it delete the days
-        older than :data:`KEEP_DAYS` (an SQLite file would grow by every domain of
-        every day)."""
+        ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it.  Then have it delete, while the
+        crawl goes on, the days older than :data:`KEEP_DAYS` (an SQLite file would
+        grow by every domain of every day)."""
         now = unix_time()
         try:
             await self.storage.counts_async("", day_of(now, self.tz))
@@ -101,13 +102,16 @@ class DomainBudgetMiddleware:
                 "deny" if self.fail_closed else "allow",
             )
             return
-        oldest = day_of(now - (KEEP_DAYS - 1) * DAY, self.tz)
+        self._forgetting = asyncio.ensure_future(
+            self._forget_before(day_of(now - (KEEP_DAYS - 1) * DAY, self.tz))
+        )
+
+    async def _forget_before(self, day: str) -> None:
+        """Have the storage delete the days before *day*, while the crawl goes on."""
         try:
-            await self.storage.forget_before_async(oldest)
+            await self.storage.forget_before_async(day)
         except StorageError as exc:  # harmless: tried again at the next crawl's start
-            logger.warning(
-                "Budget storage %s kept the days before %s (%s)", self._store, oldest, exc
-            )
+            logger.warning("Budget storage %s kept the days before %s (%s)", self._store, day, exc)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
         host = urlparse_cached(request).hostname
@@ -255,6 +259,8 @@ class DomainBudgetMiddleware:
             usage = None
         for line in self._summary(day, usage):
             logger.info("%s", line)
+        if self._forgetting is not None:  # its thread uses a connection close() ends
+            await self._forgetting
         await self.storage.close_async()
 
     def _summary(self, day: str, usage: dict[str, tuple[int, int]] | None) -> list[str]:
