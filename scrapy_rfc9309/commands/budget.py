@@ -15,7 +15,7 @@ from scrapy.exceptions import UsageError
 
 from .._settings import SettingError
 from ..budget.policy import PolicyError, day_of, domain_problem, zone
-from ..budget.storage import SQLiteStorage, StorageError
+from ..budget.storage import KEEP_DAYS, SQLiteStorage, StorageError
 from ..downloadermiddlewares.budget._setup import (
     budget_settings,
     build_storage,
@@ -56,7 +56,9 @@ class Command(ScrapyCommand):
         try:
             store = describe_store(settings)
             policy = load_policy(settings)
-            day = opts.day or day_of(unix_time(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
+            tz = zone(settings.get("DOMAINBUDGET_TIMEZONE"))
+            day = opts.day or day_of(unix_time(), tz)
+            oldest = day_of(unix_time() - (KEEP_DAYS - 1) * 86400, tz)
             sqlite = issubclass(storage_class(settings), SQLiteStorage)
             if sqlite and not sqlite_path.exists():
                 # A look must not create a store (outside a project: ./.scrapy/).
@@ -85,7 +87,8 @@ class Command(ScrapyCommand):
             return
         print(f"Daily budgets on {day}, from {store}")
         if not usage:
-            print("  (nothing recorded)")
+            kept = f"; days before {oldest} are not kept" if day < oldest else ""
+            print(f"  (nothing recorded{kept})")
         rows = []
         for key, (requests, pages) in usage.items():
             limits = policy.limits_for(key)
