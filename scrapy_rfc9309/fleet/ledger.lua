@@ -153,10 +153,11 @@ end
 --
 -- KEYS (every queue function's): the units with requests by the time each may
 -- next be ready (a sorted set), the count of requests left, the floor each unit in
--- the queue was last known to have (a hash: -1 or absent, not known yet), each unit's owner
--- (a hash), the processes seen lately (a sorted set by when), the count of units
--- given an owner, the last request this process popped (a hash: its pop's number
--- and the request), the count of requests ever pushed (their arrival numbers).
+-- the queue was last known to have (a hash: -1 or absent, not known yet), each
+-- unit's owner (a hash), the processes seen lately (a sorted set by when), the
+-- count of units given an owner, the last request this process popped (a hash: its
+-- pop's number and the request), the count of requests ever pushed (their arrival
+-- numbers).
 -- Each unit is also in its owner's own set (KEYS[4] .. ':' .. owner) by the same
 -- time, so that a pop finds the process's ready units however many others' are
 -- ready.  Every queue function's first arguments are `queue`'s.
@@ -235,8 +236,8 @@ end
 -- floor is known) or not (0), how long the unit is held from now (<= 0: not), and
 -- the token its pop held it for ('': none).  Each unit's record is let go of and
 -- held; a unit still in the queue has its floor noted and is placed when it may
--- start (one with requests queued wakes its owner).  Returns how soon the first of those may start (false: none has requests
--- queued).
+-- start (one with requests queued wakes its owner).  Returns how soon the first of
+-- those may start (false: none has requests queued).
 local function apply_ends(first)
   local soonest = false
   for i = first, #ARGV, 5 do

@@ -6,10 +6,9 @@ all.
 requests the spider yields from that response to a URL the page links to (an
 ``<a>`` or ``<area>`` ``href`` of an HTML page, fragment aside) are dropped, each
 with a DEBUG line, and counted (``rfc9309/nofollow_dropped``; one INFO line at close
-says how many).  Requests the spider
-builds otherwise (a form's submission, an API's next page, a JSON response's URLs)
-are not links and go on, as do those with ``dont_obey_robotstxt`` in their meta;
-``RFC9309_NOFOLLOW = False`` keeps them all.
+says how many).  Requests the spider builds otherwise (a form's submission, an API's
+next page, a JSON response's URLs) are not links and go on, as do those with
+``dont_obey_robotstxt`` in their meta; ``RFC9309_NOFOLLOW = False`` keeps them all.
 Every directive found (``noindex``, ``noai``, ...) is put on the response's meta,
 ``response.meta["rfc9309_page_directives"]``, for pipelines to read.
 ``RFC9309_PAGE_DIRECTIVES = False`` turns the middleware off; so does
