@@ -15,7 +15,7 @@ from scrapy.exceptions import UsageError
 
 from .._settings import SettingError
 from ..budget.policy import PolicyError, day_of, domain_problem, zone
-from ..budget.storage import KEEP_DAYS, SQLiteStorage, StorageError
+from ..budget.storage import SQLiteStorage, StorageError, first_kept_day
 from ..downloadermiddlewares.budget._setup import (
     budget_settings,
     build_storage,
@@ -56,9 +56,8 @@ class Command(ScrapyCommand):
         try:
             store = describe_store(settings)
             policy = load_policy(settings)
-            tz = zone(settings.get("DOMAINBUDGET_TIMEZONE"))
-            day = opts.day or day_of(unix_time(), tz)
-            oldest = day_of(unix_time() - (KEEP_DAYS - 1) * 86400, tz)
+            today = day_of(unix_time(), zone(settings.get("DOMAINBUDGET_TIMEZONE")))
+            day = opts.day or today
             sqlite = issubclass(storage_class(settings), SQLiteStorage)
             if sqlite and not sqlite_path.exists():
                 # A look must not create a store (outside a project: ./.scrapy/).
@@ -87,6 +86,7 @@ class Command(ScrapyCommand):
             return
         print(f"Daily budgets on {day}, from {store}")
         if not usage:
+            oldest = first_kept_day(today)
             kept = f"; days before {oldest} are not kept" if day < oldest else ""
             print(f"  (nothing recorded{kept})")
         rows = []

@@ -20,7 +20,15 @@ has the other storages delete older days when a crawl opens (:meth:`forget_befor
 ``scrapy_rfc9309.budget.storage.SQLiteStorage``.
 """
 
-from ._base import KEEP_DAYS, BudgetStorage, Reservation, StorageError, Usage, reservation_for
+from ._base import (
+    KEEP_DAYS,
+    BudgetStorage,
+    Reservation,
+    StorageError,
+    Usage,
+    first_kept_day,
+    reservation_for,
+)
 from ._memory import MemoryStorage
 from ._redis import RedisStorage
 from ._sqlite import SQLiteStorage
@@ -34,5 +42,6 @@ __all__ = [
     "SQLiteStorage",
     "StorageError",
     "Usage",
+    "first_kept_day",
     "reservation_for",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from datetime import date, timedelta
 from enum import Enum
 from typing import Any
 
@@ -23,6 +24,11 @@ Usage = dict[str, tuple[int, int]]  # domain key -> (requests, pages)
 #: How many days of counters are kept (a day's and the days before it): Redis keys
 #: expire after them; the other storages delete older days when a crawl opens.
 KEEP_DAYS = 3
+
+
+def first_kept_day(today: str) -> str:
+    """The first of the :data:`KEEP_DAYS` days that end with *today* (``YYYY-MM-DD``)."""
+    return (date.fromisoformat(today) - timedelta(days=KEEP_DAYS - 1)).isoformat()
 
 
 class BudgetStorage(ABC):

@@ -27,7 +27,7 @@ from ..._settings import (
 )
 from ..._shared import META_ROBOTS, offers
 from ...budget.policy import DomainLimits, day_of
-from ...budget.storage import KEEP_DAYS, Reservation, StorageError, reservation_for
+from ...budget.storage import Reservation, StorageError, first_kept_day, reservation_for
 from ._setup import BudgetSettings, unix_time
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DAY = 86400.0  # seconds
 #: How many domains the close summary names (those that used most pages); the others
 #: are summed in one line.
 TOP_DOMAINS = 10
@@ -83,11 +82,11 @@ class DomainBudgetMiddleware:
         """Read the store once before the first request: one that cannot be reached
         (a Redis with nothing listening) is said at start-up, in one line, with what
         ``DOMAINBUDGET_ON_STORAGE_ERROR`` makes of it.  Then have it delete, while the
-        crawl goes on, the days older than :data:`KEEP_DAYS` (an SQLite file would
+        crawl goes on, the days before :func:`first_kept_day` (an SQLite file would
         grow by every domain of every day)."""
-        now = unix_time()
+        today = day_of(unix_time(), self.tz)
         try:
-            await self.storage.counts_async("", day_of(now, self.tz))
+            await self.storage.counts_async("", today)
         except StorageError as exc:
             self._storage_failed = True
             self.stats.inc_value("domainbudget/storage_error")
@@ -102,9 +101,7 @@ class DomainBudgetMiddleware:
                 "deny" if self.fail_closed else "allow",
             )
             return
-        self._forgetting = asyncio.ensure_future(
-            self._forget_before(day_of(now - (KEEP_DAYS - 1) * DAY, self.tz))
-        )
+        self._forgetting = asyncio.ensure_future(self._forget_before(first_kept_day(today)))
 
     async def _forget_before(self, day: str) -> None:
         """Have the storage delete the days before *day*, while the crawl goes on."""
