@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Selector, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.linkextractors import LinkExtractor
 
 from .._settings import (
     PAGE_DEFAULTS,
@@ -136,16 +137,14 @@ class PageDirectivesMiddleware:
                 yield each
 
 
+#: The links of a page, as Scrapy's ``response.follow`` would request them (every
+#: extension: a linked PDF is a link too).
+_LINKS = LinkExtractor(tags=("a", "area"), attrs=("href",), deny_extensions=[], canonicalize=False)
+
+
 def page_links(response: Response) -> set[str]:
     """The URLs an HTML *response* links to (its ``<a>`` and ``<area>`` ``href``s),
-    spelt as Scrapy's requests spell them, without fragment."""
+    without fragment."""
     if not isinstance(response, HtmlResponse):
         return set()
-    links = set()
-    for href in response.xpath("//a/@href | //area/@href").getall():
-        try:
-            url = Request(response.urljoin(href.strip()), encoding=response.encoding).url
-        except ValueError:  # not a URL Scrapy could request
-            continue
-        links.add(url.split("#", 1)[0])
-    return links
+    return {link.url.split("#", 1)[0] for link in _LINKS.extract_links(response)}

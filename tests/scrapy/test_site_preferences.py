@@ -161,6 +161,21 @@ async def test_nofollow_pages_have_none_of_their_links_followed(site, caplog):
     ]
 
 
+@pytest_twisted.ensureDeferred
+async def test_nofollow_counts_a_link_to_a_file_as_a_link(site):
+    """A link to a PDF or an image is a link, whatever its extension (Scrapy's link
+    extractor leaves such links out by default)."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    links = ["/guide.pdf", "/photo.jpg", "/next"]
+    head = b'<meta name="robots" content="nofollow">'
+    site.route(
+        "/p", body=page_with_links(site, "/p", links, head), headers={"Content-Type": "text/html"}
+    )
+    crawler = await crawl([f"{site.url}/p"], spider=LinkSpider, **ADDON)
+    assert not set(links) & set(site.paths())
+    assert crawler.stats.get_value("rfc9309/nofollow_dropped") == 3
+
+
 class BuildingSpider(ListSpider):
     """Follows a login page's links, and builds requests of its own: the login form's
     submission, a link asked for with ``dont_obey_robotstxt``, an API's next page."""
