@@ -223,3 +223,38 @@ async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
     assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 1 s of their 429"
     assert len(crawler.spider.seen) == HOSTS * PAGES  # every 429 retried after its hold
     assert crawler.stats.get_value("backoff/holds") == HOSTS
+
+
+@pytest.mark.redis
+@pytest_twisted.ensureDeferred
+async def test_two_crawls_of_one_process_sharing_a_fleet_redis_keep_every_hosts_crawl_delay(
+    broad_site, fleet_redis
+):
+    """Two spiders of one process crawl the same 200 hosts at once, each its own pages:
+    through ``FLEET_REDIS_URL`` they share every host's spacing and robots.txt, so no
+    host sees two requests closer than its Crawl-delay, whichever crawl sent them."""
+    from twisted.internet.defer import DeferredList, ensureDeferred
+
+    both = [
+        ensureDeferred(
+            broad_crawl(
+                [
+                    broad_site.url(host, f"/{name}/{n}")
+                    for n in range(2)
+                    for host in broad_site.hosts
+                ],
+                "package-queue",
+                FLEET_REDIS_URL=fleet_redis,
+            )
+        )
+        for name in "ab"
+    ]
+    await DeferredList(both, fireOnOneErrback=True)
+    robots = [
+        path for hits in broad_site.arrivals.values() for _, path in hits if path == "/robots.txt"
+    ]
+    assert len(robots) == HOSTS  # one fetch a host, for both crawls
+    pages = sum(path != "/robots.txt" for hits in broad_site.arrivals.values() for _, path in hits)
+    assert pages == HOSTS * 4
+    short = [gap for gap in broad_site.gaps() if gap[0] < CRAWL_DELAY]
+    assert short == [], short[:5]
