@@ -19,7 +19,8 @@ from typing import Any
 TOP_SITES = 10
 #: How many deciding rules a log line names per site (the stat keeps them all).
 TOP_RULES = 3
-#: How many sites the report keeps apart (about 520 bytes each, measured with tracemalloc: one rule, no preferences).
+#: How many sites the report keeps apart (about 520 bytes each, measured with
+#: tracemalloc for sites of one rule and no preferences).
 MAX_SITES = 10_000
 
 
