@@ -127,11 +127,16 @@ def serve(port_file: str) -> None:
 
 
 def crawl(
-    urls: list[str], settings: dict[str, object], follow: bool = False, gc_off: bool = False
+    urls: list[str],
+    settings: dict[str, object],
+    follow: bool = False,
+    gc_off: bool = False,
+    diagnose: bool = False,
 ) -> None:
     """Crawl *urls* with *settings* in this process (with *follow*, and the links of
-    every page; with *gc_off*, Python's garbage collector off from the crawl's start);
-    print the wall time and the pages parsed, as JSON."""
+    every page; with *gc_off*, Python's garbage collector off from the crawl's start;
+    with *diagnose*, the objects the young collections promoted and the requests in
+    the downloader counted); print the wall time and the pages parsed, as JSON."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -152,13 +157,14 @@ def crawl(
         {
             "LOG_LEVEL": "ERROR",
             "TELNETCONSOLE_ENABLED": False,
-            "EXTENSIONS": {QueueSize: 0},
+            "EXTENSIONS": {QueueSize: 0, **({InFlight: 0} if diagnose else {})},
             **settings,
         }
     )
     crawler = process.create_crawler(Pages)
     process.crawl(crawler)
     collecting = GarbageCollectorTime()
+    promoted = Promotions() if diagnose else None
     if gc_off:
         import gc
 
@@ -184,6 +190,11 @@ def crawl(
                 "rss": rss,
                 "full_collections": collections,
                 "queue_max": QueueSize.largest,
+                **(
+                    {"promoted": promoted.objects, "in_flight": InFlight.mean()}
+                    if promoted is not None
+                    else {}
+                ),
             }
         )
     )
@@ -209,6 +220,56 @@ class QueueSize:
             "scheduler/dequeued", 0
         )
         QueueSize.largest = max(QueueSize.largest, held + 1)  # this one not counted yet
+
+
+class InFlight:
+    """An extension that counts the requests in the downloader (past every downloader
+    middleware, not yet answered) each time one more reaches it."""
+
+    reached = 0
+    summed = 0
+    now = 0
+
+    def __init__(self, crawler: Any) -> None:
+        from scrapy import signals
+
+        crawler.signals.connect(self.arrived, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self.left, signal=signals.request_left_downloader)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> InFlight:
+        return cls(crawler)
+
+    def arrived(self, request: Any = None, spider: Any = None) -> None:
+        InFlight.now += 1
+        InFlight.reached += 1
+        InFlight.summed += InFlight.now
+
+    def left(self, request: Any = None, spider: Any = None) -> None:
+        InFlight.now -= 1
+
+    @classmethod
+    def mean(cls) -> float:
+        return cls.summed / max(cls.reached, 1)
+
+
+class Promotions:
+    """The objects Python's young collections promoted to the oldest generation from
+    now on (those the full collections walk), estimated as the objects in the young
+    generations when a collection of generation 1 or 2 starts: what survives it is
+    promoted, and little of it is cyclic garbage."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.objects = 0
+        gc.callbacks.append(self._phase)
+
+    def _phase(self, phase: str, info: dict[str, int]) -> None:
+        import gc
+
+        if phase == "start" and info["generation"] >= 1:
+            self.objects += len(gc.get_objects(0)) + len(gc.get_objects(1))
 
 
 class GarbageCollectorTime:
@@ -415,11 +476,13 @@ def compare_broad(
     targets: tuple[float, float] | None = None,
     concurrency: int = BROAD_CONCURRENCY,
     gc_off: bool = False,
+    diagnose: bool = False,
 ) -> None:
     """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
     a host, in an order that turns round by round (see :func:`_round_order`); a
     ``cache-restart`` run reads the cache file the ``cache-first`` run before it
-    wrote.  With *targets* (CPU, RSS), whether ``rfc9309`` met them."""
+    wrote.  With *targets* (CPU, RSS), whether ``rfc9309`` met them; with *diagnose*,
+    each run's promoted objects and requests in the downloader (see :func:`crawl`)."""
     base = modes[0]
     print(
         f"broad crawl: {per_host} pages per host, {concurrency} concurrent requests, 2 per host, "
@@ -494,6 +557,7 @@ def compare_broad(
                                 "--base",
                                 str(urls_file),
                                 *(["--no-gc"] if gc_off else []),
+                                *(["--diagnose"] if diagnose else []),
                             ],
                             capture_output=True,
                             text=True,
@@ -505,6 +569,13 @@ def compare_broad(
                     assert result["pages"] == hosts * per_host, (mode, result)
                     queued[mode] = max(queued.get(mode, 0), result["queue_max"])
                     full[mode] = result["full_collections"]
+                    if diagnose:
+                        print(
+                            f"{'':>6} {mode} (round {round_ + 1}): "
+                            f"{result['promoted'] / 1e6:.2f} M objects promoted to the oldest "
+                            f"generation, {result['in_flight']:.1f} requests in the downloader "
+                            f"on average, {result['full_collections']} full collections"
+                        )
                     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     rounds_cpu[mode].append(used)
                     rounds_rss[mode].append(result["rss"])
@@ -692,6 +763,12 @@ def main() -> None:
         action="store_true",
         help="each broad crawl with Python's garbage collector off (the CPU besides its)",
     )
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="each broad crawl also counts the objects its young collections promote and "
+        "its requests in the downloader (their CPU counted in its own)",
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -700,7 +777,13 @@ def main() -> None:
     elif args.crawl_broad:
         broad = {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}
         urls = json.loads(Path(args.base).read_text())
-        crawl(urls, {**broad, **json.loads(args.crawl_broad)}, follow=True, gc_off=args.no_gc)
+        crawl(
+            urls,
+            {**broad, **json.loads(args.crawl_broad)},
+            follow=True,
+            gc_off=args.no_gc,
+            diagnose=args.diagnose,
+        )
     elif args.broad or args.restart:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
         compare_broad(
@@ -711,6 +794,7 @@ def main() -> None:
             args.per_host,
             concurrency=args.concurrency,
             gc_off=args.no_gc,
+            diagnose=args.diagnose,
         )
     elif args.serve:
         serve(args.serve)
