@@ -92,9 +92,10 @@ def test_make_fleet_demo_ends_and_reports_what_the_site_saw():
     assert result.returncode == 0, result.stderr[-2000:]
     report = result.stdout
     assert "robots.txt fetched:      1 time(s) by the whole fleet" in report, report
-    responses = re.search(r"responses per process: (\d+), (\d+)", report)
+    responses = re.search(r"responses per process: +(\d+), (\d+)", report)
     assert responses is not None, report
     assert sum(map(int, responses.groups())) >= 9  # the shop's 8 pages and its robots.txt
-    smallest = re.search(r"spacing at the site: +min ([0-9.]+) s", report)
+    assert re.search(r"at the partner site: 1 ", report), report  # its robots.txt only
+    smallest = re.search(r"spacing at the shop: +min ([0-9.]+) s", report)
     assert smallest is not None and float(smallest.group(1)) >= 0.5, report
     assert "error:" not in report

@@ -143,14 +143,15 @@ def report(site: DemoSite, logs: list[str]) -> str:
         f"scrapy_rfc9309 fleet demo: {PROCESSES} crawler processes, one redis-server",
         f"  robots.txt fetched:      {sum(hit.path == '/robots.txt' for hit in hits)} time(s)"
         " by the whole fleet",
-        f"  requests at the site:    {len(hits)}; responses per process: "
-        + ", ".join(map(str, responses)),
-        "                           (each site has one owner process: the demo has one site;"
-        " a broad crawl's sites are shared)",
+        f"  requests at the shop:    {len(hits)}, at the partner site: {len(site.partner.hits)}"
+        " (its robots.txt answers 503: nothing else is fetched there)",
+        "  responses per process:   " + ", ".join(map(str, responses)),
+        "                           (a site has one owner process at a time: the demo's two"
+        " sites may go to one process; a broad crawl's sites are shared)",
     ]
     if gaps:
         lines.append(
-            f"  spacing at the site:     min {min(gaps):.3f} s, mean "
+            f"  spacing at the shop:     min {min(gaps):.3f} s, mean "
             f"{sum(gaps) / len(gaps):.3f} s between consecutive requests"
             f" (Crawl-delay for DemoBot: {CRAWL_DELAY} s)"
         )
