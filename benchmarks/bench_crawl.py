@@ -23,6 +23,10 @@ and wall time of each crawl process:
 * ``floored``: the add-on, every robots.txt ``Crawl-delay: 1``;
 * ``scrapy-delay``: Scrapy's own ``DOWNLOAD_DELAY = 1`` (jitter off), built-in middleware.
 
+With ``--diagnose``, each broad crawl also prints the objects its young collections
+promoted to the oldest generation (what the collector's full passes walk) and its
+requests in the downloader on average.
+
 Without ``--broad`` or ``--restart``, after the table of the 2,000 pages, the add-on's
 whole cost against Scrapy's built-in crawl is printed with its targets
 (:data:`TARGET_CRAWLS`): every host new, zero latency, no Crawl-delay, robots.txt kept
