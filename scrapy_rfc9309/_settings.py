@@ -340,10 +340,11 @@ class CrawlDelaySettings:
 
     @classmethod
     def from_settings(
-        cls, settings: BaseSettings, spider_delay: float | None = None
+        cls, settings: BaseSettings, spider_delay: Callable[[], float | None] = lambda: None
     ) -> CrawlDelaySettings | None:
         """The settings, or ``None`` when ``CRAWLDELAY_ENABLED`` is off; *spider_delay*
-        (:func:`spider_download_delay`), if given, is the configured delay."""
+        (:func:`spider_download_delay`), if it gives one, is the configured delay: it is
+        asked only with the throttle on (off, the spider's attribute is Scrapy's own)."""
         settings = with_defaults(settings, CRAWLDELAY_DEFAULTS)
         if not flag(settings, "CRAWLDELAY_ENABLED"):
             return None
@@ -355,8 +356,9 @@ class CrawlDelaySettings:
                 f"Crawl-delay, set CRAWLDELAY_ENABLED = False"
             ) from None
         default_delay, slot_delays = configured_delays(settings)
-        if spider_delay is not None:
-            default_delay = spider_delay
+        own = spider_delay()
+        if own is not None:
+            default_delay = own
         robots = with_defaults(settings, ROBOTS_DEFAULTS)
         hop = max(settings.getfloat("DOWNLOAD_TIMEOUT"), robots.getfloat("RFC9309_TIMEOUT"))
         hops = robots.getint("RFC9309_MAX_REDIRECTS") + 1

@@ -60,6 +60,22 @@ def test_a_crawl_delay_cap_below_zero_says_more_than_zero():
         CrawlDelaySettings.from_settings(settings)
 
 
+def test_a_spiders_download_delay_is_judged_only_with_the_throttle_on():
+    """Before Scrapy 2.19 the throttle reads the spider's ``download_delay`` itself
+    (later Scrapy turns it into ``DOWNLOAD_DELAY``): with ``CRAWLDELAY_ENABLED`` off,
+    the attribute is Scrapy's business, and the throttle neither reads nor refuses it."""
+    asked = []
+
+    def spider_delay():
+        asked.append(True)
+        raise SettingError("The spider's download_delay must be seconds, not 'soon'")
+
+    assert CrawlDelaySettings.from_settings(Settings(), spider_delay) is None
+    assert not asked
+    with pytest.raises(SettingError, match="download_delay must be seconds"):
+        CrawlDelaySettings.from_settings(Settings({"CRAWLDELAY_ENABLED": True}), spider_delay)
+
+
 def test_backoff_max_below_backoff_start_is_refused():
     settings = with_defaults(Settings({"BACKOFF_START": 10, "BACKOFF_MAX": 5}), BACKOFF_DEFAULTS)
     with pytest.raises(SettingError, match=r"BACKOFF_MAX \(5 s\) must be at least BACKOFF_START"):

@@ -21,6 +21,7 @@ processes (see :mod:`._fleet`).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -61,7 +62,9 @@ logger = logging.getLogger(__name__)
 class CrawlDelayThrottle:
     def __init__(self, crawler: Crawler) -> None:
         report_configuration_errors_in_one_line()
-        config = CrawlDelaySettings.from_settings(crawler.settings, spider_download_delay(crawler))
+        config = CrawlDelaySettings.from_settings(
+            crawler.settings, partial(spider_download_delay, crawler)
+        )
         if config is None:
             raise NotConfigured
         require_asyncio("CRAWLDELAY_ENABLED")
