@@ -70,7 +70,7 @@ async def test_two_crawls_of_one_process_share_a_sites_crawl_delay_through_the_f
     await DeferredList(both, fireOnOneErrback=True)
     assert site.paths().count("/robots.txt") == 1
     assert len(gaps(site)) == 5
-    assert min(gaps(site)) >= 0.475
+    assert min(gaps(site)) >= 0.5
 
 
 @pytest_twisted.ensureDeferred
