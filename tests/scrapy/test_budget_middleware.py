@@ -6,6 +6,7 @@ import pytest
 import pytest_twisted
 
 from scrapy_rfc9309.budget.policy import PolicyError
+from scrapy_rfc9309.budget.storage import MemoryStorage, StorageError
 from tests.crawl import crawl
 from tests.helpers import BUDGET, page_paths, policy
 
@@ -60,6 +61,46 @@ async def test_a_crawl_deletes_the_sqlite_days_older_than_it_keeps(site, db):
     kept = [day for day in days if store.usage(day)]
     store.close()
     assert KEEP_DAYS == 3 and kept == ["2025-11-20", today]
+
+
+class ForgetFails(MemoryStorage):
+    """A storage whose deletion of old days fails (with ``failure``); it counts its
+    closes."""
+
+    failure: Exception = StorageError("disk full")
+    closed = 0
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls()
+
+    def forget_before(self, day):
+        raise self.failure
+
+    def close(self):
+        ForgetFails.closed += 1
+
+
+@pytest.mark.parametrize(
+    "failure", [StorageError("disk full"), RuntimeError("not implemented here")], ids=repr
+)
+@pytest_twisted.ensureDeferred
+async def test_a_failed_deletion_of_old_days_is_one_warning_and_the_storage_still_closes(
+    site, caplog, failure
+):
+    caplog.set_level("INFO", logger="scrapy_rfc9309")
+    ForgetFails.failure, ForgetFails.closed = failure, 0
+    await crawl(
+        [f"{site.url}/p/{number}" for number in range(3)],
+        DOMAINBUDGET_POLICY=policy(pages=10),
+        DOMAINBUDGET_STORAGE=ForgetFails,
+        **BUDGET,
+    )
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "kept the days before 2025-11-20" in warned[0], warned
+    assert str(failure) in warned[0]
+    assert sorted(page_paths(site)) == ["/p/0", "/p/1", "/p/2"]  # the crawl went on
+    assert ForgetFails.closed == 1
 
 
 @pytest_twisted.ensureDeferred

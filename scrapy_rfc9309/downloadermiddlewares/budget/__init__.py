@@ -104,10 +104,12 @@ class DomainBudgetMiddleware:
         self._forgetting = asyncio.ensure_future(self._forget_before(first_kept_day(today)))
 
     async def _forget_before(self, day: str) -> None:
-        """Have the storage delete the days before *day*, while the crawl goes on."""
+        """Have the storage delete the days before *day*, while the crawl goes on.  A
+        failure, whatever it is (a storage of the user's own too), is one WARNING: the
+        counts are untouched, and the next crawl's start tries again."""
         try:
             await self.storage.forget_before_async(day)
-        except StorageError as exc:  # harmless: tried again at the next crawl's start
+        except Exception as exc:
             logger.warning("Budget storage %s kept the days before %s (%s)", self._store, day, exc)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
