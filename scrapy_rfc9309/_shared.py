@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import SplitResult
 
 from scrapy import Request, signals
 from scrapy.utils.httpobj import urlparse_cached
@@ -41,12 +43,18 @@ def authority_of(request: Request) -> str:
     http and https, and two ports of one host, are different authorities.
     """
     parsed = urlparse_cached(request)
+    return _authority(parsed.scheme, parsed.netloc)
+
+
+@lru_cache(maxsize=1024)  # asked several times for each request: once a host, mostly
+def _authority(scheme: str, netloc: str) -> str:
+    parsed = SplitResult(scheme, netloc, "", "", "")
     host = parsed.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     port = parsed.port
-    default = {"http": 80, "https": 443}.get(parsed.scheme)
-    return f"{parsed.scheme}://{host}" + (f":{port}" if port and port != default else "")
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{host}" + (f":{port}" if port and port != default else "")
 
 
 def crawler_token(configured: str | None, request: Request, default_user_agent: str) -> str:

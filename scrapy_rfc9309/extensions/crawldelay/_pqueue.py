@@ -123,6 +123,7 @@ class HostReadyPriorityQueue:
         self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
         self._reading: set[str] = set()  # units whose robots.txt is read ahead
         self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
+        self._starting = False  # starting the reads of waiting units (_read)
         self._waker = EngineWaker(crawler, jitter=0.0)
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
@@ -226,28 +227,40 @@ class HostReadyPriorityQueue:
         site's, or one whose copy expired): then that read starts, or waits for one of
         the :attr:`_most_early` places, and the unit leaves the heap until it ends,
         its request kept here rather than holding a place of the downloader."""
-        unread, read_ahead = self._offers.robots_unread, self._offers.robots_read_ahead
-        if unread is None or read_ahead is None:
-            return False
-        try:
-            head = self.queues[unit].peek()
-        except NotImplementedError:  # it waits in the robots middleware
-            return False
-        if head is None or self._offers.will_drop(head) or not unread(head):
+        head = self._unread_head(unit)
+        if head is None:
             return False
         if unit in self._reading:
             return True
         if len(self._reading) >= self._most_early:
             self._unread[unit] = None
         else:
-            self._reading.add(unit)
-            self.crawler.stats.inc_value("crawldelay/robots_read_ahead")
-            read_ahead(head, partial(self._read, unit))
+            self._start_read(unit, head)
         return True
 
+    def _unread_head(self, unit: str) -> Request | None:
+        """*unit*'s next request if it would wait for its site's robots.txt."""
+        if self._offers.robots_unread is None or self._offers.robots_read_ahead is None:
+            return None
+        queue = self.queues.get(unit)
+        try:
+            head = queue.peek() if queue is not None else None
+        except NotImplementedError:  # it waits in the robots middleware
+            return None
+        if head is None or self._offers.will_drop(head) or not self._offers.robots_unread(head):
+            return None
+        return head
+
+    def _start_read(self, unit: str, head: Request) -> None:
+        assert self._offers.robots_read_ahead is not None  # _unread_head saw it
+        self._unread.pop(unit, None)
+        self._reading.add(unit)
+        self.crawler.stats.inc_value("crawldelay/robots_read_ahead")
+        self._offers.robots_read_ahead(head, partial(self._read, unit))
+
     def _read(self, unit: str) -> None:
-        """*unit*'s robots.txt read ahead is decided: it goes back in the heap, and so
-        do units waiting for a read to start, one for each place free."""
+        """*unit*'s robots.txt read ahead is decided: it goes back in the heap, and the
+        units waiting for a read start theirs, one for each place free."""
         self._reading.discard(unit)
         now = self.politeness.now()
         self._schedule(unit, now)
@@ -255,10 +268,19 @@ class HostReadyPriorityQueue:
         if refusal is not None and unit in self.queues and self.politeness.ready_at(unit) > now:
             # It waits for its floor: a request its budget will drop waits for nothing.
             deferred_from_coro(self._ask_budget(refusal, self.queues[unit].peek()))
-        for _ in range(min(len(self._unread), self._most_early - len(self._reading))):
-            waiting = next(iter(self._unread))
-            del self._unread[waiting]
-            self._schedule(waiting, now)
+        if not self._starting:  # a read decided at once, as it starts: the loop below goes on
+            self._starting = True
+            try:
+                while self._unread and len(self._reading) < self._most_early:
+                    waiting = next(iter(self._unread))
+                    del self._unread[waiting]
+                    head = self._unread_head(waiting)
+                    if head is None:  # read meanwhile, or nothing left to read for
+                        self._schedule(waiting, now)
+                    else:
+                        self._start_read(waiting, head)
+            finally:
+                self._starting = False
         self._waker.wake_in(0.0)
 
     async def _ask_budget(self, refusal: BudgetRefusal, request: Request | None) -> None:
