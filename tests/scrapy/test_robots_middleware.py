@@ -150,6 +150,27 @@ async def test_two_ports_of_one_host_are_two_authorities(site, other_site):
     assert sorted(other_site.paths()) == ["/robots.txt", "/x"]
 
 
+@pytest.mark.parametrize(
+    ("url", "authority"),
+    [
+        ("http://Example.COM/a", "http://example.com"),
+        ("http://example.com:80/a", "http://example.com"),
+        ("https://example.com:443/a", "https://example.com"),
+        ("https://example.com:80/a", "https://example.com:80"),
+        ("http://user:secret@example.com:8080/a", "http://example.com:8080"),
+        ("http://[::1]:8080/a", "http://[::1]:8080"),
+        ("http://[::1]/a", "http://[::1]"),
+    ],
+)
+def test_rfc_2_3_the_cache_key_is_scheme_host_and_port_but_the_default(url, authority):
+    from scrapy import Request
+
+    from scrapy_rfc9309._shared import authority_of
+
+    assert authority_of(Request(url)) == authority
+    assert authority_of(Request(url)) == authority  # asked again: the same
+
+
 @pytest_twisted.ensureDeferred
 async def test_dont_obey_robotstxt_passes_untouched(site):
     site.route("/robots.txt", body=b"User-agent: *\nDisallow: /\n")
