@@ -104,8 +104,9 @@ class Offers:
         self.robots_unread: Callable[[Request], bool] | None = None
         #: The robots middleware starts reading a request's robots.txt (from the kept
         #: copy or the site) unless that is under way, and calls the function given
-        #: once it is decided, whatever the outcome: the scheduler's queue keeps the
-        #: request meanwhile, instead of it holding a place of the downloader.
+        #: once it is decided, whatever the outcome, in a later turn of the event loop
+        #: (never within the call): the scheduler's queue keeps the request
+        #: meanwhile, instead of it holding a place of the downloader.
         self.robots_read_ahead: Callable[[Request, Callable[[], None]], None] | None = None
         #: The robots middleware, for the spiders' sitemaps (``None`` while it is off).
         self.robots: RobotsTxtMiddleware | None = None

@@ -12,8 +12,10 @@ from scrapy.core.engine import ExecutionEngine
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
+from scrapy_rfc9309.budget.storage import MemoryStorage
 from tests.broad_site import BroadSite, addresses, robots_and_pages
 from tests.crawl import SlotOccupancy, crawl
+from tests.helpers import policy
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
 ADDON_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
@@ -261,3 +263,41 @@ async def test_an_expired_robots_txt_is_read_again_while_the_pages_wait_in_the_s
     assert crawler.stats.get_value("crawldelay/robots_read_ahead") == fetches
     starts = [hit.time for hit in site.hits]  # robots.txt spaced like the pages
     assert all(b - a >= 0.5 for a, b in itertools.pairwise(starts))
+
+
+class EverySpent(MemoryStorage):
+    """A budget storage, answering at once, in which every domain spent its pages today."""
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls()
+
+    def counts(self, key, day):
+        return 0, 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_reads_ahead_that_fetch_nothing_let_every_waiting_host_go_in_turn():
+    """300 hosts whose budgets are spent (a storage that answers at once) and 4 places,
+    so 2 robots.txt reads ahead at a time: each read ends without a fetch (the budget
+    drops the host's pages: no robots.txt is worth fetching), and each one ended starts
+    the next waiting host's.  Every host is read once, the crawl ends, and no site
+    sees a request."""
+    site = BroadSite(addresses(300), robots_and_pages("User-agent: *\nAllow: /\n"))
+    try:
+        urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(2)]
+        crawler = await crawl(
+            urls,
+            ADDONS={"scrapy_rfc9309.Addon": 500},
+            CONCURRENT_REQUESTS=4,
+            DOMAINBUDGET_ENABLED=True,
+            DOMAINBUDGET_POLICY=policy(pages=1),
+            DOMAINBUDGET_STORAGE=EverySpent,
+            LOG_LEVEL="WARNING",
+        )
+    finally:
+        site.close()
+    assert sum(len(hits) for hits in site.arrivals.values()) == 0
+    assert crawler.stats.get_value("domainbudget/dropped") == 600
+    assert crawler.stats.get_value("crawldelay/robots_read_ahead") == 300
+    assert crawler.stats.get_value("finish_reason") == "finished"

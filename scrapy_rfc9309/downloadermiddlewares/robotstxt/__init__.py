@@ -260,7 +260,8 @@ class RobotsTxtMiddleware:
 
     def read_ahead(self, request: Request, done: Callable[[], None]) -> None:
         """Start reading *request*'s robots.txt (from the kept copy or the site), unless
-        that is under way, and call *done* once it is decided, whatever the outcome:
+        that is under way, and call *done* once it is decided, whatever the outcome (in
+        a later turn of the event loop, never within this call):
         the scheduler's queue keeps the request meanwhile, rather than have it hold a
         place of the downloader while it waits here."""
         deferred_from_coro(self._read_ahead(request, done))

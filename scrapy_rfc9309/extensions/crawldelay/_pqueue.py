@@ -123,7 +123,6 @@ class HostReadyPriorityQueue:
         self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
         self._reading: set[str] = set()  # units whose robots.txt is read ahead
         self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
-        self._starting = False  # starting the reads of waiting units (_read)
         self._waker = EngineWaker(crawler, jitter=0.0)
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
@@ -268,19 +267,14 @@ class HostReadyPriorityQueue:
         if refusal is not None and unit in self.queues and self.politeness.ready_at(unit) > now:
             # It waits for its floor: a request its budget will drop waits for nothing.
             deferred_from_coro(self._ask_budget(refusal, self.queues[unit].peek()))
-        if not self._starting:  # a read decided at once, as it starts: the loop below goes on
-            self._starting = True
-            try:
-                while self._unread and len(self._reading) < self._most_early:
-                    waiting = next(iter(self._unread))
-                    del self._unread[waiting]
-                    head = self._unread_head(waiting)
-                    if head is None:  # read meanwhile, or nothing left to read for
-                        self._schedule(waiting, now)
-                    else:
-                        self._start_read(waiting, head)
-            finally:
-                self._starting = False
+        while self._unread and len(self._reading) < self._most_early:
+            waiting = next(iter(self._unread))
+            del self._unread[waiting]
+            head = self._unread_head(waiting)
+            if head is None:  # read meanwhile, or nothing left to read for
+                self._schedule(waiting, now)
+            else:
+                self._start_read(waiting, head)
         self._waker.wake_in(0.0)
 
     async def _ask_budget(self, refusal: BudgetRefusal, request: Request | None) -> None:
