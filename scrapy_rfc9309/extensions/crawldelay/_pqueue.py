@@ -241,14 +241,18 @@ class HostReadyPriorityQueue:
         """*unit*'s next request if it would wait for its site's robots.txt."""
         if self._offers.robots_unread is None or self._offers.robots_read_ahead is None:
             return None
-        queue = self.queues.get(unit)
-        try:
-            head = queue.peek() if queue is not None else None
-        except NotImplementedError:  # it waits in the robots middleware
-            return None
+        head = self._head(unit)  # unseen (a queue that cannot peek): it waits there
         if head is None or self._offers.will_drop(head) or not self._offers.robots_unread(head):
             return None
         return head
+
+    def _head(self, unit: str) -> Request | None:
+        """The next request of *unit*'s queue, if it has one and can show it."""
+        queue = self.queues.get(unit)
+        try:
+            return queue.peek() if queue is not None else None
+        except NotImplementedError:  # a downstream queue without peek
+            return None
 
     def _start_read(self, unit: str, head: Request) -> None:
         assert self._offers.robots_read_ahead is not None  # _unread_head saw it
@@ -263,10 +267,10 @@ class HostReadyPriorityQueue:
         self._reading.discard(unit)
         now = self.politeness.now()
         self._schedule(unit, now)
-        refusal = self._offers.budget_refusal
-        if refusal is not None and unit in self.queues and self.politeness.ready_at(unit) > now:
+        refusal, head = self._offers.budget_refusal, self._head(unit)
+        if refusal is not None and head is not None and self.politeness.ready_at(unit) > now:
             # It waits for its floor: a request its budget will drop waits for nothing.
-            deferred_from_coro(self._ask_budget(refusal, self.queues[unit].peek()))
+            deferred_from_coro(self._ask_budget(refusal, head))
         while self._unread and len(self._reading) < self._most_early:
             waiting = next(iter(self._unread))
             del self._unread[waiting]
@@ -277,10 +281,10 @@ class HostReadyPriorityQueue:
                 self._start_read(waiting, head)
         self._waker.wake_in(0.0)
 
-    async def _ask_budget(self, refusal: BudgetRefusal, request: Request | None) -> None:
+    async def _ask_budget(self, refusal: BudgetRefusal, request: Request) -> None:
         """Ask the budget whether it drops *request*: if so, it remembers the domain
         spent, and this queue hands its requests out at once."""
-        if request is not None and await refusal(request, count=False) is not None:
+        if await refusal(request, count=False) is not None:
             self._waker.wake_in(0.0)
 
     def _pop_from(self, unit: str, now: float) -> Request | None:
@@ -329,11 +333,7 @@ class HostReadyPriorityQueue:
         will drop, if any."""
         while self._looked_at:
             unit = self._looked_at[0]
-            queue = self.queues.get(unit)
-            try:
-                head = queue.peek() if queue is not None else None
-            except NotImplementedError:  # dropped in its turn, when the unit is ready
-                head = None
+            head = self._head(unit)  # unseen: dropped in its turn, when the unit is ready
             if head is not None and self._offers.will_drop(head):
                 return self._take(unit)
             self._looked_at.popleft()
