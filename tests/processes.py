@@ -66,6 +66,9 @@ def _main(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) ->
     os.environ.clear()
     os.environ.update(env)
     sys.argv = list(argv)
+    # The server's imports live as long as the process: the collector need not walk
+    # them (its full collections would, in every crawl).
+    gc.freeze()
     try:
         runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
     finally:
