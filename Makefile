@@ -30,8 +30,8 @@ demo: $(VENV)/.installed
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a few tests
 # at a time, in the suite's order (tests/conftest.py: the longest first).  Twelve
 # workers on two cores: many tests wait on a site or a crawl's idle close, not on
-# the CPU (crawler processes are forked, tests/processes.py; 86-145 s with 12
-# workers and 146-242 s of CPU, against 112-120 s with 8 in the same sittings); the
+# the CPU (crawler processes are forked, tests/processes.py; 116-121 s with 12
+# workers and 142-162 s of CPU, against 128 s with 10); the
 # quick loop's tests use the CPU throughout, and run best with 4 (12-18 s; 20 s
 # with 6).
 XDIST := -n 12 --dist loadgroup
