@@ -287,6 +287,46 @@ async def test_rfc_2_4_failure_is_retried_after_the_failure_ttl_and_the_good_cop
     assert crawler.stats.get_value("rfc9309/forbidden") == 2
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_site_that_stays_unreachable_is_warned_about_once_and_again_after_it_answered(
+    site, clock, caplog
+):
+    """Each robots.txt fetch after the failure TTL fails again (503) until one
+    answers, then the next fails: a WARNING at the first failure and at the first
+    after the answer, none for the refetches between (nothing is kept for a site
+    that failed but its cache entry)."""
+    from tests.crawl import ChainSpider
+
+    site.route("/robots.txt", status=503)
+    actions = iter(
+        [
+            None,  # +100 s: expired, fails again
+            lambda: site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n"),
+            lambda: site.route("/robots.txt", status=503),
+        ]
+    )
+
+    def between(response):
+        action = next(actions)
+        if action:
+            action()
+        clock.now += 100
+
+    caplog.set_level("WARNING", logger="scrapy_rfc9309")
+    await crawl(
+        pages(site, "/a", "/b", "/c", "/d"),
+        spider=ChainSpider,
+        RFC9309_CACHE_TTL=60,
+        RFC9309_FAILURE_TTL=30,
+        spider_kwargs={"between": between},
+    )
+    # /d: the last good copy is obeyed while the file is unreachable (RFC 9309 §2.4).
+    assert site.paths() == ["/robots.txt", "/robots.txt", "/robots.txt", "/c", "/robots.txt", "/d"]
+    warned = [r.getMessage() for r in caplog.records if r.getMessage().startswith(site.url)]
+    assert len(warned) == 2, warned
+    assert all("503" in message for message in warned), warned
+
+
 received_signals = []
 
 

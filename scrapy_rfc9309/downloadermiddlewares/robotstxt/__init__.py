@@ -113,7 +113,6 @@ class RobotsTxtMiddleware:
         self._cache: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._cache_bytes = 0  # the entries' memory estimates, summed
         self._waiters: dict[str, list[Deferred[RobotsEntry]]] = {}
-        self._warned: set[str] = set()
         self.report = RobotsReport()
         self._offers = offers(crawler)
         self._offers.robots_refuses = self.refuses
@@ -356,7 +355,6 @@ class RobotsTxtMiddleware:
             fetched.url,
         )
         if entry.outcome is FetchOutcome.SUCCESS:
-            self._warned.discard(authority)
             await self._send_parsed(entry, fetched.request)
             found_at = Request(fetched.url)
             if urlparse_cached(found_at).path == "/robots.txt" and (
@@ -367,7 +365,7 @@ class RobotsTxtMiddleware:
                 # http:// -> https://).
                 await self._send_parsed(entry, found_at)
         elif entry.outcome is FetchOutcome.UNREACHABLE:
-            self._failed(authority, entry, fetched.error)
+            self._failed(authority, entry, fetched.error, previous)
         elif entry.reason is not None:  # a failed redirect: everything allowed, and why
             self.report.failed(authority, entry.describe())
         return entry
@@ -416,12 +414,21 @@ class RobotsTxtMiddleware:
         sent = stat("rfc9309/request_count", 0)
         return ", ".join([*counts, f"{sent} request{'' if sent == 1 else 's'} sent"])
 
-    def _failed(self, authority: str, entry: RobotsEntry, exc: BaseException | None) -> None:
+    def _failed(
+        self,
+        authority: str,
+        entry: RobotsEntry,
+        exc: BaseException | None,
+        previous: RobotsEntry | None,
+    ) -> None:
+        """*authority*'s robots.txt could not be fetched: a WARNING unless its last
+        fetch (*previous*, the cache's entry) had failed too, so that a site that
+        stays unreachable is told once, whatever its refetches, with nothing kept
+        for it outside the cache."""
         self.report.failed(authority, entry.describe())
         if entry.stale:
             self.stats.inc_value("rfc9309/stale")
-        if authority not in self._warned:
-            self._warned.add(authority)
+        if previous is None or previous.outcome is not FetchOutcome.UNREACHABLE:
             error = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
             logger.warning("%s: %s%s", authority, entry.describe(), error)
 
