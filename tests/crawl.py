@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import itertools
 import tempfile
 import time
@@ -152,13 +151,7 @@ async def crawl(
     settings.setdefault("RFC9309_PERSISTENT_CACHE_PATH", fresh_robots_cache())
     runner = CrawlerRunner({**BASE_SETTINGS, **settings})
     crawler = runner.create_crawler(spider)
-    # The test process's own objects (its modules, earlier tests') outlive the crawl:
-    # the collector's full collections during it need not walk them.
-    gc.freeze()
-    try:
-        await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[], **spider_kwargs)
-    finally:
-        gc.unfreeze()
+    await crawler.crawl(urls=list(urls), meta=dict(meta or {}), seen=[], **spider_kwargs)
     return crawler
 
 
