@@ -23,6 +23,10 @@ and wall time of each crawl process:
 * ``floored``: the add-on, every robots.txt ``Crawl-delay: 1``;
 * ``scrapy-delay``: Scrapy's own ``DOWNLOAD_DELAY = 1`` (jitter off), built-in middleware.
 
+With ``--gc-freeze``, each broad crawl moves what its process holds when the spider
+opens out of the collector's sight (``gc.freeze()``, see :class:`FrozenAtOpen`): what
+a project may choose for its own process (the add-on never does).
+
 With ``--diagnose``, each broad crawl also prints the objects its young collections
 promoted to the oldest generation (what the collector's full passes walk) and its
 requests in the downloader on average.
@@ -136,9 +140,11 @@ def crawl(
     follow: bool = False,
     gc_off: bool = False,
     diagnose: bool = False,
+    gc_freeze: bool = False,
 ) -> None:
     """Crawl *urls* with *settings* in this process (with *follow*, and the links of
     every page; with *gc_off*, Python's garbage collector off from the crawl's start;
+    with *gc_freeze*, :class:`FrozenAtOpen` among its extensions;
     with *diagnose*, the objects the young collections promoted and the requests in
     the downloader counted); print the wall time and the pages parsed, as JSON."""
     import scrapy
@@ -161,7 +167,11 @@ def crawl(
         {
             "LOG_LEVEL": "ERROR",
             "TELNETCONSOLE_ENABLED": False,
-            "EXTENSIONS": {QueueSize: 0, **({InFlight: 0} if diagnose else {})},
+            "EXTENSIONS": {
+                QueueSize: 0,
+                **({InFlight: 0} if diagnose else {}),
+                **({FrozenAtOpen: 0} if gc_freeze else {}),
+            },
             **settings,
         }
     )
@@ -255,6 +265,28 @@ class InFlight:
     @classmethod
     def mean(cls) -> float:
         return cls.summed / max(cls.reached, 1)
+
+
+class FrozenAtOpen:
+    """An extension that, when the spider opens, collects the garbage and then freezes
+    what the process holds (its modules, settings and components: they live as long
+    as the crawl), so that the collector's full passes no longer walk it.  A project
+    that wants this adds such an extension itself: it changes the whole process."""
+
+    def __init__(self, crawler: Any) -> None:
+        from scrapy import signals
+
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FrozenAtOpen:
+        return cls(crawler)
+
+    def opened(self, spider: Any = None) -> None:
+        import gc
+
+        gc.collect()
+        gc.freeze()
 
 
 class Promotions:
@@ -481,6 +513,7 @@ def compare_broad(
     concurrency: int = BROAD_CONCURRENCY,
     gc_off: bool = False,
     diagnose: bool = False,
+    gc_freeze: bool = False,
 ) -> None:
     """Each of *modes* in turn, *rounds* times, on each host count, *per_host* pages
     a host, in an order that turns round by round (see :func:`_round_order`); a
@@ -494,6 +527,7 @@ def compare_broad(
         f"garbage collector's share of that CPU), "
         f"robots.txt requests sent; each round's CPU against {base}'s in the same round"
         + ("; Python's garbage collector off" if gc_off else "")
+        + ("; what each process holds when the spider opens frozen" if gc_freeze else "")
     )
     print(
         f"{'hosts':>6} {'mode':<13} {'CPU (s)':>8} {'vs ' + base:>12} {'GC (s)':>7}"
@@ -562,6 +596,7 @@ def compare_broad(
                                 str(urls_file),
                                 *(["--no-gc"] if gc_off else []),
                                 *(["--diagnose"] if diagnose else []),
+                                *(["--gc-freeze"] if gc_freeze else []),
                             ],
                             capture_output=True,
                             text=True,
@@ -773,6 +808,12 @@ def main() -> None:
         help="each broad crawl also counts the objects its young collections promote and "
         "its requests in the downloader (their CPU counted in its own)",
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="each broad crawl freezes what its process holds when the spider opens "
+        "(gc.freeze(): a project's own choice, never the add-on's)",
+    )
     parser.add_argument("--serve-broad", help=argparse.SUPPRESS)
     parser.add_argument("--crawl-broad", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -787,6 +828,7 @@ def main() -> None:
             follow=True,
             gc_off=args.no_gc,
             diagnose=args.diagnose,
+            gc_freeze=args.gc_freeze,
         )
     elif args.broad or args.restart:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
@@ -799,6 +841,7 @@ def main() -> None:
             concurrency=args.concurrency,
             gc_off=args.no_gc,
             diagnose=args.diagnose,
+            gc_freeze=args.gc_freeze,
         )
     elif args.serve:
         serve(args.serve)
