@@ -28,8 +28,8 @@ opens out of the collector's sight (``gc.freeze()``, see :class:`FrozenAtOpen`):
 a project may choose for its own process (the add-on never does).
 
 With ``--diagnose``, each broad crawl also prints the objects its young collections
-promoted to the oldest generation (what the collector's full passes walk) and its
-requests in the downloader on average.
+promoted to the oldest generation (what the collector's full passes walk), its
+requests in the downloader on average, and how long each stayed there.
 
 Without ``--broad`` or ``--restart``, after the table of the 2,000 pages, the add-on's
 whole cost against Scrapy's built-in crawl is printed with its targets
@@ -146,7 +146,7 @@ def crawl(
     every page; with *gc_off*, Python's garbage collector off from the crawl's start;
     with *gc_freeze*, :class:`FrozenAtOpen` among its extensions;
     with *diagnose*, the objects the young collections promoted and the requests in
-    the downloader counted); print the wall time and the pages parsed, as JSON."""
+    the downloader counted and timed); print the wall time and the pages parsed, as JSON."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
@@ -205,7 +205,11 @@ def crawl(
                 "full_collections": collections,
                 "queue_max": QueueSize.largest,
                 **(
-                    {"promoted": promoted.objects, "in_flight": InFlight.mean()}
+                    {
+                        "promoted": promoted.objects,
+                        "in_flight": InFlight.mean(),
+                        "stay": InFlight.mean_stay(),
+                    }
                     if promoted is not None
                     else {}
                 ),
@@ -238,11 +242,15 @@ class QueueSize:
 
 class InFlight:
     """An extension that counts the requests in the downloader (past every downloader
-    middleware, not yet answered) each time one more reaches it."""
+    middleware, not yet answered) each time one more reaches it, and times each from
+    reaching it to leaving it."""
 
     reached = 0
     summed = 0
     now = 0
+    since: dict[Any, float] = {}
+    stayed = 0.0  # seconds, summed over the requests that left
+    left_count = 0
 
     def __init__(self, crawler: Any) -> None:
         from scrapy import signals
@@ -258,13 +266,23 @@ class InFlight:
         InFlight.now += 1
         InFlight.reached += 1
         InFlight.summed += InFlight.now
+        InFlight.since[request] = time.perf_counter()
 
     def left(self, request: Any = None, spider: Any = None) -> None:
         InFlight.now -= 1
+        reached_at = InFlight.since.pop(request, None)
+        if reached_at is not None:
+            InFlight.stayed += time.perf_counter() - reached_at
+            InFlight.left_count += 1
 
     @classmethod
     def mean(cls) -> float:
         return cls.summed / max(cls.reached, 1)
+
+    @classmethod
+    def mean_stay(cls) -> float:
+        """The seconds a request spent in the downloader, on average."""
+        return cls.stayed / max(cls.left_count, 1)
 
 
 class FrozenAtOpen:
@@ -613,7 +631,8 @@ def compare_broad(
                             f"{'':>6} {mode} (round {round_ + 1}): "
                             f"{result['promoted'] / 1e6:.2f} M objects promoted to the oldest "
                             f"generation, {result['in_flight']:.1f} requests in the downloader "
-                            f"on average, {result['full_collections']} full collections"
+                            f"on average, {1000 * result['stay']:.0f} ms each, "
+                            f"{result['full_collections']} full collections"
                         )
                     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     rounds_cpu[mode].append(used)
