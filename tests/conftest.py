@@ -102,7 +102,6 @@ SLOW_MODULES = {
     "test_crawldelay.py",
     "test_crosscheck.py",
     "test_hostile_sites.py",
-    "test_memory_estimate.py",
     "test_politeness_unit.py",
     "test_pqueues.py",
 }
@@ -110,6 +109,7 @@ SUBPROCESS_MODULES = {
     "test_budget_command.py",
     "test_example_project.py",
     "test_fleet.py",
+    "test_memory_estimate.py",
     "test_processes.py",
     "test_redis_tls.py",
     "test_robots_command.py",
