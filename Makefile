@@ -30,8 +30,8 @@ demo: $(VENV)/.installed
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a few tests
 # at a time, in the suite's order (tests/conftest.py: the longest first).  Twelve
 # workers on two cores: many tests wait on a site or a crawl's idle close, not on
-# the CPU (crawler processes are forked, tests/processes.py; 114-126 s with 12
-# workers and 151-153 s of CPU; 128 s with 10 workers, measured with an earlier
+# the CPU (crawler processes are forked, tests/processes.py; 109-129 s with 12
+# workers and 141-155 s of CPU; 128 s with 10 workers, measured with an earlier
 # form of the tests' collector freeze); the
 # quick loop's tests use the CPU throughout, and run best with 4 (12-18 s; 20 s
 # with 6).
