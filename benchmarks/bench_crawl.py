@@ -247,8 +247,7 @@ class InFlight:
 
     reached = 0
     summed = 0
-    now = 0
-    since: dict[Any, float] = {}
+    since: dict[Any, float] = {}  # the requests in the downloader, by when each came
     stayed = 0.0  # seconds, summed over the requests that left
     left_count = 0
 
@@ -263,13 +262,11 @@ class InFlight:
         return cls(crawler)
 
     def arrived(self, request: Any = None, spider: Any = None) -> None:
-        InFlight.now += 1
-        InFlight.reached += 1
-        InFlight.summed += InFlight.now
         InFlight.since[request] = time.perf_counter()
+        InFlight.reached += 1
+        InFlight.summed += len(InFlight.since)
 
     def left(self, request: Any = None, spider: Any = None) -> None:
-        InFlight.now -= 1
         reached_at = InFlight.since.pop(request, None)
         if reached_at is not None:
             InFlight.stayed += time.perf_counter() - reached_at
@@ -825,7 +822,7 @@ def main() -> None:
         "--diagnose",
         action="store_true",
         help="each broad crawl also counts the objects its young collections promote and "
-        "its requests in the downloader (their CPU counted in its own)",
+        "its requests in the downloader, and times each there (their CPU counted in its own)",
     )
     parser.add_argument(
         "--gc-freeze",
