@@ -136,9 +136,10 @@ def pytest_collection_modifyitems(items):
     # The longest tests first, the fleet's (crawler processes for 10-40 s each), each
     # beside a test that uses the CPU, then the other subprocess and slow ones: begun
     # last, they would leave the workers that finished early idle, and the fleet's
-    # tests alone leave the CPU idle while they wait (make test with 12 workers, one
-    # sitting: with the fleet's tests alone first 99-109 s in 6 runs, mean 104 s;
-    # beside the CPU's 92-107 s in 10 runs, mean 99 s).
+    # tests alone leave the CPU idle while they wait (make test with 12 workers, in
+    # one day's runs: with the fleet's tests alone first 99-115 s in 8 runs, mean
+    # 107 s; beside the CPU's 92-112 s in 13 runs, mean 101 s, and faster in each
+    # of 4 runs side by side, by 1 to 7 s).
     items.sort(key=lambda item: _start_rank(item.path.name))
     fleet = [item for item in items if _start_rank(item.path.name) == 0]
     cpu = [item for item in items if item.path.name in CPU_MODULES]
