@@ -237,3 +237,47 @@ def test_a_page_the_fleets_redis_keeps_waiting_goes_back_and_a_stop_is_prompt(si
     assert stats["finish_reason"] == "closespider_timeout"
     assert stats["crawldelay/handed_back"] >= 1
     assert site.paths() == []  # neither robots.txt (kept) nor the page (held)
+
+
+def test_a_page_whose_budget_is_spent_waits_for_no_other_process_of_the_fleet(site, redis_server):
+    """Another process holds the site's unit in the fleet's Redis (a lease of 60 s),
+    and the page's domain has spent its day's budget in the fleet's store (the other
+    processes spent it): the page is dropped when Redis first says to wait, not
+    handed back every 5 s until the lease ends and dropped then.  This process sent
+    the unit nothing yet, so only the fleet's Redis says wait; no robots.txt here
+    (its fetch would ask the budget first), a ``DOWNLOAD_DELAY`` is the floor."""
+    from scrapy_rfc9309.fleet.spacing import FleetSpacing
+
+    url = redis_server.url.rsplit("/", 1)[0] + "/9"
+    server = redis.Redis.from_url(url)
+    server.flushdb()
+    server.hset(f"domainbudget:{time.strftime('%Y-%m-%d', time.gmtime())}:127.0.0.1", "r", 1)
+
+    async def held_elsewhere() -> float:
+        spacing = FleetSpacing(url)
+        try:
+            return await spacing.acquire("127.0.0.1", 2, 60)
+        finally:
+            spacing.close()
+
+    with ThreadPoolExecutor(1) as thread:  # the other process holds it now
+        assert thread.submit(asyncio.run, held_elsewhere()).result() == 0
+    began = time.monotonic()
+    stats = resume(
+        {
+            "ADDONS": {"scrapy_rfc9309.Addon": 500},
+            "USER_AGENT": "TestBot/1.0",
+            "DOWNLOAD_DELAY": 2,
+            "FLEET_REDIS_URL": url,
+            "DOMAINBUDGET_ENABLED": True,
+            "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
+            "DOMAINBUDGET_REDIS_URL": url,
+            "DOMAINBUDGET_POLICY": {"default_policy": {"max_requests_per_day": 1}},
+            "LOG_LEVEL": "INFO",
+        },
+        [f"{site.url}/p/0"],
+    )
+    assert stats["domainbudget/dropped/max_requests_per_day"] == 1
+    assert "crawldelay/handed_back" not in stats  # it waited for no one
+    assert time.monotonic() - began < 30  # the lease's 60 s before
+    assert site.paths() == []

@@ -120,11 +120,8 @@ class CrawlDelayGate:
         meta = request.meta
         robots = meta.get(META_ROBOTS)
         wait = polite.ready_at(key, robots) - polite.now()
-        if wait > 0 and not robots and self._offers.budget_refusal is not None:
-            # A request its budget will drop waits for nothing.
-            refused = await self._offers.budget_refusal(request)
-            if refused is not None:
-                raise IgnoreRequest(refused)
+        if wait > 0 and not robots:
+            await self._drop_if_refused(request)
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED) or polite.full(key)
         if wait > polite.requeue_after and not waits_here:
             return self._requeue(request)
@@ -138,6 +135,13 @@ class CrawlDelayGate:
         polite.started(key)
         self._started[request] = (key, fleet)
         return None
+
+    async def _drop_if_refused(self, request: Request) -> None:
+        """A request its budget will drop waits for nothing: dropped now."""
+        if self._offers.budget_refusal is not None:
+            refused = await self._offers.budget_refusal(request)
+            if refused is not None:
+                raise IgnoreRequest(refused)
 
     async def _wait_for_unit(self, key: str, request: Request, wait: float) -> bool:
         """Wait until *request* may start (robots.txt requests first, then the unit's
@@ -194,6 +198,7 @@ class CrawlDelayGate:
         self, key: str, request: Request, robots: str | None, give_up: float | None
     ) -> bool:
         polite = self.politeness
+        budget_read = bool(robots)  # a robots.txt request spends no budget
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
@@ -213,6 +218,9 @@ class CrawlDelayGate:
             # again with that floor.
             token = popped.token if popped is not None else None
             wait = await self.throttle.fleet_acquire(key, token)
+            if wait and not budget_read:  # another process's request holds the unit
+                budget_read = True
+                await self._drop_if_refused(request)
             if wait:
                 # Redis says when to ask again, not when the unit is ready (another
                 # process's request to it may last its lease): once *give_up* has
