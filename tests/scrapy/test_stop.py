@@ -61,6 +61,22 @@ def on_a_thread(store, authority: str, body: bytes) -> None:
         thread.submit(asyncio.run, put()).result()
 
 
+def hold_elsewhere(url: str, floor: float, lease: float) -> None:
+    """Have the fleet's Redis at *url* hold the site's unit (127.0.0.1) for another
+    process, as its request on the wire would, for *lease* seconds."""
+    from scrapy_rfc9309.fleet.spacing import FleetSpacing
+
+    async def acquire() -> float:
+        spacing = FleetSpacing(url)
+        try:
+            return await spacing.acquire("127.0.0.1", floor, lease)
+        finally:
+            spacing.close()
+
+    with ThreadPoolExecutor(1) as thread:
+        assert thread.submit(asyncio.run, acquire()).result() == 0
+
+
 def start(settings, urls):
     return crawl_process("--dedupe", json.dumps(settings), *urls)
 
@@ -205,7 +221,6 @@ def test_a_page_the_fleets_redis_keeps_waiting_goes_back_and_a_stop_is_prompt(si
     (0.3 s), not when the unit will be free.  The page goes back to the scheduler
     after its 5 s rather than poll until the lease ends, so ``CLOSESPIDER_TIMEOUT =
     2`` ends the crawl within 30 s (before: the lease's 120 s)."""
-    from scrapy_rfc9309.fleet.spacing import FleetSpacing
     from scrapy_rfc9309.robots import RedisRobotsStore
 
     url = redis_server.url.rsplit("/", 1)[0] + "/8"
@@ -213,16 +228,7 @@ def test_a_page_the_fleets_redis_keeps_waiting_goes_back_and_a_stop_is_prompt(si
     robots = b"User-agent: *\nCrawl-delay: 0.3\n"
     site.route("/robots.txt", body=robots)
     on_a_thread(RedisRobotsStore(url, 512_000), site.url, robots)  # kept: no fetch
-
-    async def held_elsewhere() -> float:
-        spacing = FleetSpacing(url)
-        try:
-            return await spacing.acquire("127.0.0.1", 0.3, 120)
-        finally:
-            spacing.close()
-
-    with ThreadPoolExecutor(1) as thread:  # the other process holds it now
-        assert thread.submit(asyncio.run, held_elsewhere()).result() == 0
+    hold_elsewhere(url, 0.3, 120)
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
         "ROBOTSTXT_OBEY": True,
@@ -246,22 +252,11 @@ def test_a_page_whose_budget_is_spent_waits_for_no_other_process_of_the_fleet(si
     handed back every 5 s until the lease ends and dropped then.  This process sent
     the unit nothing yet, so only the fleet's Redis says wait; no robots.txt here
     (its fetch would ask the budget first), a ``DOWNLOAD_DELAY`` is the floor."""
-    from scrapy_rfc9309.fleet.spacing import FleetSpacing
-
     url = redis_server.url.rsplit("/", 1)[0] + "/9"
     server = redis.Redis.from_url(url)
     server.flushdb()
     server.hset(f"domainbudget:{time.strftime('%Y-%m-%d', time.gmtime())}:127.0.0.1", "r", 1)
-
-    async def held_elsewhere() -> float:
-        spacing = FleetSpacing(url)
-        try:
-            return await spacing.acquire("127.0.0.1", 2, 60)
-        finally:
-            spacing.close()
-
-    with ThreadPoolExecutor(1) as thread:  # the other process holds it now
-        assert thread.submit(asyncio.run, held_elsewhere()).result() == 0
+    hold_elsewhere(url, 2, 60)
     began = time.monotonic()
     stats = resume(
         {
