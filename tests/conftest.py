@@ -143,7 +143,8 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: _start_rank(item.path.name))
     fleet = [item for item in items if _start_rank(item.path.name) == 0]
     cpu = [item for item in items if item.path.name in CPU_MODULES]
-    rest = [item for item in items if item not in fleet and item not in cpu]
+    paired = {*fleet, *cpu}
+    rest = [item for item in items if item not in paired]
     pairs = itertools.zip_longest(fleet, cpu)
     items[:] = [item for pair in pairs for item in pair if item is not None] + rest
     for item in items:

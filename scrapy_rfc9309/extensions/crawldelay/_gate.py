@@ -120,7 +120,7 @@ class CrawlDelayGate:
         meta = request.meta
         robots = meta.get(META_ROBOTS)
         wait = polite.ready_at(key, robots) - polite.now()
-        if wait > 0 and not robots:
+        if wait > 0 and not robots:  # about to wait here, or go back to the scheduler
             await self._drop_if_refused(request)
         waits_here = robots or meta.get(META_EARLY) or meta.get(META_REQUEUED) or polite.full(key)
         if wait > polite.requeue_after and not waits_here:
@@ -145,7 +145,8 @@ class CrawlDelayGate:
 
     async def _wait_for_unit(self, key: str, request: Request, wait: float) -> bool:
         """Wait until *request* may start (robots.txt requests first, then the unit's
-        line); True if the fleet's Redis holds the unit for it."""
+        line); True if the fleet's Redis holds the unit for it.  *wait*: how long the
+        unit was not ready for when it came (its budget was asked if more than 0)."""
         polite = self.politeness
         robots = request.meta.get(META_ROBOTS)
         if robots:
@@ -154,10 +155,12 @@ class CrawlDelayGate:
             with polite.robots_first(key):
                 return await self._until_ready(key, request)
         if wait > 0 or key in self._lines or self.throttle.needs_fleet(key, request):
-            return await self._take_turn(key, request, polite.now() + MOST_WAIT)
+            return await self._take_turn(key, request, polite.now() + MOST_WAIT, wait > 0)
         return False
 
-    async def _take_turn(self, key: str, request: Request, give_up: float) -> bool:
+    async def _take_turn(
+        self, key: str, request: Request, give_up: float, budget_read: bool
+    ) -> bool:
         """Wait until unit *key* is ready and every request that came to wait for it
         before *request* has started (first come, first served); with a fleet, until
         its Redis holds the unit for this process too (then True).  Raise
@@ -172,7 +175,7 @@ class CrawlDelayGate:
                 with suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(turn), LOOK_EVERY)
                 self._hand_back_if_due(give_up, self.politeness.ready_at(key))
-            return await self._until_ready(key, request, give_up)
+            return await self._until_ready(key, request, give_up, budget_read)
         finally:
             head = line[0] is turn
             line.remove(turn)
@@ -181,7 +184,14 @@ class CrawlDelayGate:
             elif head and not line[0].done():
                 line[0].set_result(None)
 
-    async def _until_ready(self, key: str, request: Request, give_up: float | None = None) -> bool:
+    async def _until_ready(
+        self,
+        key: str,
+        request: Request,
+        give_up: float | None = None,
+        budget_read: bool = True,
+    ) -> bool:
+        """Wait until unit *key* is ready for *request* (see :meth:`_until_unit_ready`)."""
         polite = self.politeness
         robots = request.meta.get(META_ROBOTS)
         waits = polite.waiting_since
@@ -189,16 +199,25 @@ class CrawlDelayGate:
         if first:
             waits[key] = polite.now()
         try:
-            return await self._until_unit_ready(key, request, robots, give_up)
+            return await self._until_unit_ready(key, request, robots, give_up, budget_read)
         finally:
             if first:
                 del waits[key]
 
     async def _until_unit_ready(
-        self, key: str, request: Request, robots: str | None, give_up: float | None
+        self,
+        key: str,
+        request: Request,
+        robots: str | None,
+        give_up: float | None,
+        budget_read: bool,
     ) -> bool:
+        """Wait until unit *key* is ready here and, with a fleet, its Redis holds it
+        for *request* (then True).  Unless *budget_read* (the budget was asked as the
+        request came; a robots.txt request spends none), a page whose unit another
+        process holds is dropped first if its budget is spent: it would wait for
+        nothing."""
         polite = self.politeness
-        budget_read = bool(robots)  # a robots.txt request spends no budget
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
@@ -218,7 +237,7 @@ class CrawlDelayGate:
             # again with that floor.
             token = popped.token if popped is not None else None
             wait = await self.throttle.fleet_acquire(key, token)
-            if wait and not budget_read:  # another process's request holds the unit
+            if wait and not budget_read:
                 budget_read = True
                 await self._drop_if_refused(request)
             if wait:
