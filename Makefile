@@ -31,7 +31,7 @@ demo: $(VENV)/.installed
 # or two at a time, in the suite's order (tests/conftest.py: the longest first,
 # each beside a test that uses the CPU).  Twelve workers on two cores: many tests
 # wait on a site or a crawl's idle close, not on the CPU (crawler processes are
-# forked, tests/processes.py; 92-130 s with 12 workers, 21 runs; 128 s with 10
+# forked, tests/processes.py; 92-135 s with 12 workers, 23 runs; 128 s with 10
 # workers, measured with an earlier order); the quick loop's tests use the CPU
 # throughout, and run best with 4 (11-18 s; 20 s with 6).
 XDIST := -n 12 --dist loadgroup
