@@ -22,9 +22,14 @@ def pages(site, *paths):
 
 
 @pytest_twisted.ensureDeferred
-async def test_rfc_2_3_1_2xx_is_obeyed_for_the_crawlers_group(site):
+async def test_rfc_2_3_1_2xx_is_obeyed_for_the_crawlers_group(site, caplog):
     site.route("/robots.txt", body=ROBOTS)
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309")
     crawler = await crawl(pages(site, "/a", "/secret/x", "/secret/ok", "/private"))
+    assert (
+        "Forbidden by robots.txt: Disallow: /secret (line 5; robots.txt fetched (HTTP 200)): "
+        f"<GET {site.url}/secret/x>"
+    ) in caplog.messages
     assert sorted(site.paths()) == ["/a", "/private", "/robots.txt", "/secret/ok"]
     assert crawler.stats.get_value("rfc9309/forbidden") == 1
     assert crawler.stats.get_value("rfc9309/request_count") == 1
@@ -122,8 +127,15 @@ async def test_rfc_2_3_1_a_hang_past_the_timeout_is_unreachable(site):
 
 
 @pytest_twisted.ensureDeferred
-async def test_rfc_2_3_1_connection_refused_is_unreachable():
-    crawler = await crawl([f"http://127.0.0.1:{closed_port()}/a"])
+async def test_rfc_2_3_1_connection_refused_is_unreachable(caplog):
+    url = f"http://127.0.0.1:{closed_port()}/a"
+    caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309")
+    crawler = await crawl([url])
+    forbidden = [m for m in caplog.messages if m.startswith("Forbidden by robots.txt")]
+    assert forbidden == [
+        "Forbidden by robots.txt: robots.txt unreachable (network error): everything "
+        f"disallowed: <GET {url}>"
+    ]
     assert crawler.stats.get_value("rfc9309/unreachable") == 1
     assert crawler.stats.get_value("rfc9309/forbidden") == 1
     assert crawler.stats.get_value("rfc9309/exception_count/DownloadConnectionRefusedError") == 1

@@ -171,13 +171,11 @@ class RobotsTxtMiddleware:
             self.report.dropped(
                 authority, entry.describe(), verdict.rule, verdict.line, entry.delay(token)
             )
-            logger.debug(
-                "Forbidden by robots.txt (%s, line %s; %s): %s",
-                verdict.rule,
-                verdict.line,
-                entry.describe(),
-                request,
-            )
+            # Without a line, no rule decided: the file is unreachable, as described.
+            why = entry.describe()
+            if verdict.line:
+                why = f"{verdict.rule} (line {verdict.line}; {why})"
+            logger.debug("Forbidden by robots.txt: %s: %s", why, request)
             line = f" (line {verdict.line})" if verdict.line else ""
             raise IgnoreRequest(f"Forbidden by robots.txt: {verdict.rule}{line}")
         delay = entry.delay(token)
