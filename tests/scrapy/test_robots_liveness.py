@@ -283,3 +283,46 @@ def test_every_robots_txt_behaviour_ends_right_in_a_fleet_with_its_shared_queue(
         site.host for site in sites() if robots_sites.paths(site.host).count("/robots.txt") > 1
     ]
     assert "perm308.com" in refetched, refetched  # its Crawl-delay: pages 0.5 s apart
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_robots_txt_redirected_to_another_authoritys_own_is_fetched_once(robots_sites, mode):
+    """``www.shop.com`` redirects its robots.txt and its pages to ``shop.com`` (as
+    ``http://`` -> ``https://`` does): the file the redirect found is ``shop.com``'s
+    own, so the pages that land there are checked against it with no second fetch
+    (before: ``shop.com/robots.txt`` requested twice), and keep its Crawl-delay."""
+    robots_sites.route("www.shop.com", "/robots.txt", redirect(301, "http://shop.com/robots.txt"))
+    robots_sites.route("shop.com", "/robots.txt", file(RULES + "Crawl-delay: 0.3\n"))
+    for path in PAGES:
+        robots_sites.route("www.shop.com", path, redirect(301, f"http://shop.com{path}"))
+    urls = [f"http://www.shop.com{path}" for path in PAGES]
+    stats = finish(crawler(robots_sites, base_settings(**MODES[mode]), urls=urls))
+    assert stats["finish_reason"] == "finished"
+    assert sorted(robots_sites.paths("www.shop.com")) == sorted(["/robots.txt", *PAGES[:2]])
+    first, *pages = robots_sites.paths("shop.com")
+    assert (first, sorted(pages)) == ("/robots.txt", PAGES[:2])  # once, first
+    assert short_gaps(robots_sites.arrivals_at({"shop.com"}), 0.3, set()) == []
+
+
+@pytest.mark.parametrize("kept_in", ["sqlite", "redis"])
+def test_the_copy_a_redirect_found_is_kept_for_its_authority_too(
+    robots_sites, tmp_path, request, kept_in
+):
+    """The same redirect, then a later crawl of ``shop.com`` alone (on restart, or by
+    another process of the fleet, whose kept copies are in its Redis): it fetches no
+    robots.txt, the copy ``www.shop.com``'s fetch found being ``shop.com``'s too."""
+    robots_sites.route("www.shop.com", "/robots.txt", redirect(301, "http://shop.com/robots.txt"))
+    robots_sites.route("shop.com", "/robots.txt", file(RULES))
+    where = (
+        {"FLEET_REDIS_URL": request.getfixturevalue("fleet_redis")}
+        if kept_in == "redis"
+        else {"RFC9309_PERSISTENT_CACHE_PATH": str(tmp_path / "robots.sqlite")}
+    )
+    for host in ("www.shop.com", "shop.com"):
+        urls = [f"http://{host}{path}" for path in PAGES]
+        stats = finish(crawler(robots_sites, base_settings(**where), urls=urls))
+        assert stats["finish_reason"] == "finished"
+    for host in ("www.shop.com", "shop.com"):
+        first, *pages = robots_sites.paths(host)
+        assert (first, sorted(pages)) == ("/robots.txt", PAGES[:2])  # once each
+    assert stats["rfc9309/persistent_hit"] == 1

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from ..._redis import redacted_url
@@ -354,14 +353,14 @@ class RobotsTxtMiddleware:
         )
         if entry.outcome is FetchOutcome.SUCCESS:
             await self._send_parsed(entry, fetched.request)
-            found_at = Request(fetched.url)
-            if urlparse_cached(found_at).path == "/robots.txt" and (
-                authority_of(found_at) != authority
-            ):
-                # Redirected to another authority's own robots.txt: that authority's
-                # file too, so its floor is known before its own fetch (www. -> apex,
-                # http:// -> https://).
-                await self._send_parsed(entry, found_at)
+            also_for = fetched.also_for(authority)
+            if also_for is not None:
+                # That authority's file too: its floor known before its own fetch
+                # and, unless that is under way or its copy at hand, cached, so the
+                # pages redirected there fetch it no second time.
+                await self._send_parsed(entry, Request(fetched.url))
+                if self._must_fetch(also_for):
+                    self._store(also_for, entry)
         elif entry.outcome is FetchOutcome.UNREACHABLE:
             self._failed(authority, entry, fetched.error, previous)
         elif entry.reason is not None:  # a failed redirect: everything allowed, and why

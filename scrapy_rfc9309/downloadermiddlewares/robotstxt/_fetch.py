@@ -33,9 +33,7 @@ from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from ..._settings import SettingError
-from ..._shared import (
-    META_ROBOTS,
-)
+from ..._shared import META_ROBOTS, authority_of
 from ...backoff import parse_retry_after
 from ...robots import (
     FETCHABLE_SCHEMES,
@@ -101,6 +99,18 @@ class Fetched:
     #: The requests the fetch sent, in order, each with its answer's status (``None``:
     #: none came): more than one when robots.txt was redirected.
     hops: tuple[tuple[str, int | None], ...] = ()
+
+    def also_for(self, authority: str) -> str | None:
+        """The other authority whose own robots.txt *authority*'s fetch ended at, with
+        a file (redirected: ``www.`` -> apex, ``http://`` -> ``https://``): the file
+        is that authority's too.  ``None`` for any other fetch."""
+        if self.entry.outcome is not FetchOutcome.SUCCESS:
+            return None
+        found_at = Request(self.url)
+        if urlparse_cached(found_at).path != "/robots.txt":
+            return None
+        found_for = authority_of(found_at)
+        return found_for if found_for != authority else None
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,9 @@ class SharedRobotsFetcher:
         assert self.kept is not None
         try:
             await self.kept.put(authority, record)
+            also_for = fetched.also_for(authority)
+            if also_for is not None:  # the file of another authority too
+                await self.kept.put(also_for, record)
         except StoreError as exc:
             raise SharedRobotsError(str(exc)) from exc
         await self._release(authority, token)

@@ -130,6 +130,9 @@ class PersistentRobotsFetcher:
             return
         try:
             await self.store.put(authority, record)
+            also_for = fetched.also_for(authority)
+            if also_for is not None:  # the file of another authority too
+                await self.store.put(also_for, record)
         except StoreError as exc:
             self._fail(exc)
 
