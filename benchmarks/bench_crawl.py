@@ -782,7 +782,9 @@ def page_directives_cost() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--rounds", type=int, help="rounds of each mode (default: 5; 1 with --broad or --restart)"
+    )
     parser.add_argument("--crawl", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
     parser.add_argument("--serve", help=argparse.SUPPRESS)
@@ -850,7 +852,7 @@ def main() -> None:
         modes = tuple(args.modes) if args.modes else RESTART_MODES if args.restart else BROAD_MODES
         compare_broad(
             args.hosts,
-            1 if args.rounds == 5 else args.rounds,
+            args.rounds or 1,
             modes,
             args.latency,
             args.per_host,
@@ -872,7 +874,7 @@ def main() -> None:
             },
         )
     else:
-        print_table(compare(ROBOTS_MODES, args.pages, args.rounds), args.pages)
+        print_table(compare(ROBOTS_MODES, args.pages, args.rounds or 5), args.pages)
         for hosts, per_host, rounds, cpu, rss in TARGET_CRAWLS:
             print()
             compare_broad([hosts], rounds, TARGET_MODES, 0.0, per_host, (cpu, rss))
