@@ -326,3 +326,55 @@ def test_the_copy_a_redirect_found_is_kept_for_its_authority_too(
         first, *pages = robots_sites.paths(host)
         assert (first, sorted(pages)) == ("/robots.txt", PAGES[:2])  # once each
     assert stats["rfc9309/persistent_hit"] == 1
+
+
+HTTPS = "shop.com:8443"  # stands for https://shop.com
+
+
+def redirect_to_https(sites: RobotsSites) -> list[str]:
+    """``http://shop.com`` redirects its robots.txt and pages to ``https://``, and a
+    page there redirects to an ``http://`` page (as a link to it would lead there);
+    the start URLs."""
+    sites.route("shop.com", "/robots.txt", redirect(301, f"http://{HTTPS}/robots.txt"))
+    sites.route(HTTPS, "/robots.txt", file(RULES))
+    sites.route(HTTPS, "/p/0", redirect(301, "http://shop.com/p/1"))
+    sites.route("shop.com", "/p/1", redirect(301, f"http://{HTTPS}/p/1"))
+    return [f"http://{HTTPS}/p/0", f"http://{HTTPS}/private/x"]
+
+
+@pytest.mark.parametrize("mode", [*MODES, "fleet-redis"])
+def test_a_redirect_to_a_robots_txt_at_hand_ends_there(robots_sites, request, mode):
+    """The other way round: ``https://``'s file is at hand when ``http://``'s
+    robots.txt redirects to it.  That hop is the one request for it: the file is not
+    fetched again."""
+    urls = redirect_to_https(robots_sites)
+    settings = (
+        {"FLEET_REDIS_URL": request.getfixturevalue("fleet_redis")}
+        if mode == "fleet-redis"
+        else MODES[mode]
+    )
+    stats = finish(crawler(robots_sites, base_settings(**settings), urls=urls))
+    assert stats["finish_reason"] == "finished"
+    assert robots_sites.paths(HTTPS) == ["/robots.txt", "/p/0", "/p/1"]
+    assert robots_sites.paths("shop.com") == ["/robots.txt", "/p/1"]
+
+
+@pytest.mark.parametrize("kept_in", ["sqlite", "redis", "redis-not-kept"])
+def test_a_file_from_a_copy_at_hand_is_neither_kept_nor_shared_for_the_redirecting_site(
+    robots_sites, tmp_path, request, kept_in
+):
+    """The copy at hand has no body to keep or share: ``http://shop.com``'s robots.txt
+    is neither kept across restarts nor shared with a fleet from it (its own rules
+    must not become "nothing allowed"), so a later crawl fetches it and obeys it."""
+    urls = redirect_to_https(robots_sites)
+    if kept_in == "sqlite":
+        where = {"RFC9309_PERSISTENT_CACHE_PATH": str(tmp_path / "robots.sqlite")}
+    else:
+        where = {"FLEET_REDIS_URL": request.getfixturevalue("fleet_redis")}
+        if kept_in == "redis-not-kept":
+            where["RFC9309_PERSISTENT_CACHE"] = False
+    finish(crawler(robots_sites, base_settings(**where), urls=urls))
+    later = ["http://shop.com/p/2", "http://shop.com/private/y"]
+    stats = finish(crawler(robots_sites, base_settings(**where), urls=later))
+    assert stats["finish_reason"] == "finished"
+    assert robots_sites.paths("shop.com") == ["/robots.txt", "/p/1", "/robots.txt", "/p/2"]

@@ -90,7 +90,7 @@ class RobotsTxtMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = RobotsSettings.from_settings(with_defaults(crawler.settings, ROBOTS_DEFAULTS))
-        self.fetcher: Fetcher = RobotsFetcher(crawler, self.config)
+        self.fetcher: Fetcher = RobotsFetcher(crawler, self.config, self._fresh)
         self._fleet = fleet = fleet_url(crawler.settings)
         store, where = self._kept_store(fleet)
         if fleet:
@@ -280,11 +280,14 @@ class RobotsTxtMiddleware:
         finally:
             done()
 
+    def _fresh(self, authority: str) -> RobotsEntry | None:
+        """*authority*'s entry, if the cache holds a fresh one."""
+        cached = self._cache.get(authority)
+        return cached if cached is not None and not cached.expired(monotonic()) else None
+
     def _must_fetch(self, authority: str) -> bool:
         """Whether a request to *authority* now would start a robots.txt fetch."""
-        cached = self._cache.get(authority)
-        fresh = cached is not None and not cached.expired(monotonic())
-        return not fresh and authority not in self._waiters
+        return self._fresh(authority) is None and authority not in self._waiters
 
     async def entry(self, authority: str, request: Request) -> RobotsEntry:
         """The robots.txt entry for *authority*, fetched if missing or expired.
@@ -345,10 +348,10 @@ class RobotsTxtMiddleware:
         entry = fetched.entry
         self.stats.inc_value(f"rfc9309/{entry.outcome.value}")
         logger.debug(
-            "robots.txt of %s: %s, %s bytes, from %s",
+            "robots.txt of %s: %s, %s, from %s",
             authority,
             entry.describe(),
-            len(fetched.body) if fetched.body is not None else 0,
+            "the copy at hand" if fetched.from_copy else f"{len(fetched.body or b'')} bytes",
             fetched.url,
         )
         if entry.outcome is FetchOutcome.SUCCESS:

@@ -45,6 +45,8 @@ from ...robots import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -99,6 +101,10 @@ class Fetched:
     #: The requests the fetch sent, in order, each with its answer's status (``None``:
     #: none came): more than one when robots.txt was redirected.
     hops: tuple[tuple[str, int | None], ...] = ()
+    #: The entry is the copy at hand of another authority's own robots.txt, which a
+    #: redirect led to (no request sent for it): it has no body, and is neither
+    #: kept across restarts nor shared with a fleet for this authority.
+    from_copy: bool = False
 
     def also_for(self, authority: str) -> str | None:
         """The other authority whose own robots.txt *authority*'s fetch ended at, with
@@ -106,11 +112,16 @@ class Fetched:
         is that authority's too.  ``None`` for any other fetch."""
         if self.entry.outcome is not FetchOutcome.SUCCESS:
             return None
-        found_at = Request(self.url)
-        if urlparse_cached(found_at).path != "/robots.txt":
-            return None
-        found_for = authority_of(found_at)
-        return found_for if found_for != authority else None
+        return own_robots_of(self.url, authority)
+
+
+def own_robots_of(url: str, authority: str) -> str | None:
+    """The authority *url* is the own robots.txt of, if it is not *authority*."""
+    found_at = Request(url)
+    if urlparse_cached(found_at).path != "/robots.txt":
+        return None
+    found_for = authority_of(found_at)
+    return found_for if found_for != authority else None
 
 
 @dataclass(frozen=True)
@@ -154,11 +165,19 @@ class RobotsFetcher:
 
     DOWNLOAD_PRIORITY = 1000
 
-    def __init__(self, crawler: Crawler, config: RobotsSettings) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        config: RobotsSettings,
+        at_hand: Callable[[str], RobotsEntry | None] | None = None,
+    ) -> None:
         check_decompression_order(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
+        #: An authority's file, if a fresh copy of it is at hand (the middleware's
+        #: cache): a redirect to that authority's own robots.txt ends there.
+        self.at_hand = at_hand
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
     async def fetch(
@@ -231,7 +250,10 @@ class RobotsFetcher:
                 location = response.headers.get(b"Location")
                 ended = plan.redirect(_clean_location(location, response), monotonic())
                 if ended is None:
-                    continue
+                    copy = self._copy_at_hand(authority, plan.url)
+                    if copy is None:
+                        continue
+                    return Fetched(copy, plan.url, first, hops=tuple(hops), from_copy=True)
                 self.stats.inc_value(f"rfc9309/{plan.failed_redirect}")
                 return Fetched(ended, plan.url, first, hops=tuple(hops))
             if 200 <= status < 300:
@@ -248,6 +270,15 @@ class RobotsFetcher:
                 )
             entry = self._retry_after(plan.response(status, None, monotonic()), response)
             return Fetched(entry, plan.url, first, hops=tuple(hops))
+
+    def _copy_at_hand(self, authority: str, url: str) -> RobotsEntry | None:
+        """The fresh file at hand of the authority whose own robots.txt *url* is,
+        *authority*'s fetch redirected there (``http://`` -> ``https://``)."""
+        if self.at_hand is None:
+            return None
+        other = own_robots_of(url, authority)
+        copy = self.at_hand(other) if other is not None else None
+        return copy if copy is not None and copy.outcome is FetchOutcome.SUCCESS else None
 
     def _retry_after(self, entry: RobotsEntry, response: Response) -> RobotsEntry:
         """With backing off on, a robots.txt answered "slow down" with a usable

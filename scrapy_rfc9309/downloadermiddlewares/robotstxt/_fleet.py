@@ -141,6 +141,9 @@ class SharedRobotsFetcher:
         return fetched
 
     async def _publish(self, authority: str, fetched: Fetched, token: str) -> Fetched:
+        if fetched.from_copy:  # nothing to share: the others fetch for themselves
+            await self._release(authority, token)
+            return fetched
         record = kept_record(fetched, self.config.max_bytes) if self.kept is not None else None
         if record is None:
             await self.shared.publish(authority, _to_shared(fetched), token)

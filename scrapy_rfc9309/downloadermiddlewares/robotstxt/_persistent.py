@@ -154,9 +154,10 @@ class PersistentRobotsFetcher:
 
 def kept_record(fetched: Fetched, max_bytes: int) -> StoredRobots | None:
     """What is kept across restarts of *fetched*, fetched now: ``None`` for an
-    unreachable site (the last good copy stays)."""
+    unreachable site (the last good copy stays), or another authority's copy at hand
+    (it has no body to keep)."""
     entry = fetched.entry
-    if entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE):
+    if entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE) or fetched.from_copy:
         return None
     body = fetched.body if entry.outcome is FetchOutcome.SUCCESS else None
     return StoredRobots(
