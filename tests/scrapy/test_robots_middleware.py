@@ -605,3 +605,22 @@ async def test_robots_txt_goes_through_the_proxy_the_spiders_request_names(site,
     assert site.paths() == []  # nothing went to the site directly
     assert sorted(proxy.paths()) == [f"{site.url}/p", f"{site.url}/robots.txt"]
     assert crawler.stats.get_value("rfc9309/forbidden") == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://a.com/robots.txt", "https://a.com"),  # http:// -> https://
+        ("http://a.com/robots.txt", None),  # the authority's own: no other
+        ("http://www.a.com:8080/robots.txt", "http://www.a.com:8080"),
+        ("http://b.com/robots.txt?lang=en", None),  # another resource
+        ("http://b.com/robots-real.txt", None),
+        ("http://b.com/x/robots.txt", None),
+    ],
+)
+def test_rfc_2_3_1_2_a_redirect_ending_at_another_authoritys_own_robots_txt(url, expected):
+    """The file a redirect found is that other authority's too only when the final
+    URL is its own ``/robots.txt``."""
+    from scrapy_rfc9309.downloadermiddlewares.robotstxt._fetch import own_robots_of
+
+    assert own_robots_of(url, "http://a.com") == expected

@@ -116,9 +116,11 @@ class Fetched:
 
 
 def own_robots_of(url: str, authority: str) -> str | None:
-    """The authority *url* is the own robots.txt of, if it is not *authority*."""
+    """The authority *url* is the own robots.txt of (``/robots.txt``, no query), if
+    it is not *authority*."""
     found_at = Request(url)
-    if urlparse_cached(found_at).path != "/robots.txt":
+    parsed = urlparse_cached(found_at)
+    if parsed.path != "/robots.txt" or parsed.query:
         return None
     found_for = authority_of(found_at)
     return found_for if found_for != authority else None
