@@ -109,8 +109,9 @@ class Fetched:
     def also_for(self, authority: str) -> str | None:
         """The other authority whose own robots.txt *authority*'s fetch ended at, with
         a file (redirected: ``www.`` -> apex, ``http://`` -> ``https://``): the file
-        is that authority's too.  ``None`` for any other fetch."""
-        if self.entry.outcome is not FetchOutcome.SUCCESS:
+        is that authority's too.  ``None`` for any other fetch, and for a copy at
+        hand (that authority's file already)."""
+        if self.entry.outcome is not FetchOutcome.SUCCESS or self.from_copy:
             return None
         return own_robots_of(self.url, authority)
 
