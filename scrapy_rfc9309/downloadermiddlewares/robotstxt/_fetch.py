@@ -275,8 +275,9 @@ class RobotsFetcher:
             return Fetched(entry, plan.url, first, hops=tuple(hops))
 
     def _copy_at_hand(self, authority: str, url: str) -> RobotsEntry | None:
-        """The fresh file at hand of the authority whose own robots.txt *url* is,
-        *authority*'s fetch redirected there (``http://`` -> ``https://``)."""
+        """The fresh copy at hand of the file *url* names, when *authority*'s fetch
+        was redirected to another authority's own robots.txt (``http://`` ->
+        ``https://``)."""
         if self.at_hand is None:
             return None
         other = own_robots_of(url, authority)
