@@ -31,7 +31,7 @@ from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from ...robots import FetchOutcome, RedisRobotsStore, RobotsEntry, StoreError
 from ._fetch import Fetched, Revalidation, RobotsFetcher, entry_for, parse_body
-from ._persistent import kept_record
+from ._persistent import record_to_keep
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -141,12 +141,17 @@ class SharedRobotsFetcher:
         return fetched
 
     async def _publish(self, authority: str, fetched: Fetched, token: str) -> Fetched:
-        if fetched.from_copy:  # nothing to share: the others fetch for themselves
-            await self._release(authority, token)
-            return fetched
-        record = kept_record(fetched, self.config.max_bytes) if self.kept is not None else None
+        try:
+            record = None
+            if self.kept is not None:
+                record = await record_to_keep(self.kept, authority, fetched, self.config)
+        except StoreError as exc:
+            raise SharedRobotsError(str(exc)) from exc
         if record is None:
-            await self.shared.publish(authority, _to_shared(fetched), token)
+            if fetched.from_copy:  # no file to share: the others fetch for themselves
+                await self._release(authority, token)
+            else:
+                await self.shared.publish(authority, _to_shared(fetched), token)
             return fetched
         assert self.kept is not None
         try:

@@ -20,10 +20,12 @@ from scrapy import Request, signals
 from scrapy.http.request import NO_CALLBACK
 
 from ...robots import FetchOutcome, RobotsEntry, StoredRobots, StoreError
-from ._fetch import Fetched, Fetcher, Revalidation, entry_for, parse_body
+from ._fetch import Fetched, Fetcher, Revalidation, entry_for, own_robots_of, parse_body
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from ..._settings import RobotsSettings
 
 
 logger = logging.getLogger(__name__)
@@ -125,10 +127,12 @@ class PersistentRobotsFetcher:
         return record
 
     async def _put(self, authority: str, fetched: Fetched) -> None:
-        record = kept_record(fetched, self.config.max_bytes)
-        if self._failed or fetched.kept or record is None:
+        if self._failed or fetched.kept:
             return
         try:
+            record = await record_to_keep(self.store, authority, fetched, self.config)
+            if record is None:
+                return
             await self.store.put(authority, record)
             also_for = fetched.also_for(authority)
             if also_for is not None:  # the file of another authority too
@@ -152,10 +156,25 @@ class PersistentRobotsFetcher:
                 self._fail(exc)
 
 
+async def record_to_keep(
+    store: RobotsStore, authority: str, fetched: Fetched, config: RobotsSettings
+) -> StoredRobots | None:
+    """What *store* keeps across restarts for *authority* of *fetched*: see
+    :func:`kept_record`; for a copy at hand of another authority's file (it has no
+    body of its own), that authority's record in *store*, while it is fresh."""
+    if not fetched.from_copy:
+        return kept_record(fetched, config.max_bytes)
+    other = own_robots_of(fetched.url, authority)
+    record = await store.get(other) if other is not None else None
+    if record is None or record.outcome != FetchOutcome.SUCCESS or record.body is None:
+        return None
+    return record if record.fresh(wall_clock(), config.policy.cache_ttl) else None
+
+
 def kept_record(fetched: Fetched, max_bytes: int) -> StoredRobots | None:
     """What is kept across restarts of *fetched*, fetched now: ``None`` for an
     unreachable site (the last good copy stays), or another authority's copy at hand
-    (it has no body to keep)."""
+    (it has no body to keep: see :func:`record_to_keep`)."""
     entry = fetched.entry
     if entry.outcome not in (FetchOutcome.SUCCESS, FetchOutcome.UNAVAILABLE) or fetched.from_copy:
         return None
