@@ -241,8 +241,8 @@ class RobotsTxtMiddleware:
             return False
         if not has_robots_txt(request):
             return False
-        entry = self._cache.get(authority_of(request))
-        return entry is not None and entry.refuses_all and not entry.expired(monotonic())
+        entry = self._fresh(authority_of(request))
+        return entry is not None and entry.refuses_all
 
     def unread(self, request: Request) -> bool:
         """Whether *request* would wait here for its site's robots.txt: it obeys one,
@@ -251,8 +251,7 @@ class RobotsTxtMiddleware:
             return False
         if not has_robots_txt(request) or self.config.excluded(request.url) is not None:
             return False
-        entry = self._cache.get(authority_of(request))
-        return entry is None or entry.expired(monotonic())
+        return self._fresh(authority_of(request)) is None
 
     def read_ahead(self, request: Request, done: Callable[[], None]) -> None:
         """Start reading *request*'s robots.txt (from the kept copy or the site), unless
