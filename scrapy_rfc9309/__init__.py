@@ -19,6 +19,7 @@ __all__ = [
     "RobotsTxtDecompressionMiddleware",
     "RobotsTxtMiddleware",
     "SitemapsFromRobotsMixin",
+    "StartPaceMiddleware",
     "Verdict",
     "__version__",
     "product_token",
@@ -36,6 +37,7 @@ _LAZY = {
     "RobotsTxtMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
     "RobotsTxtDecompressionMiddleware": "scrapy_rfc9309.downloadermiddlewares.robotstxt",
     "SitemapsFromRobotsMixin": "scrapy_rfc9309.spiders",
+    "StartPaceMiddleware": "scrapy_rfc9309.spidermiddlewares.startpace",
 }
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from .extensions.crawldelay import CrawlDelayGate, CrawlDelayThrottle
     from .robotparser import RobotParser
     from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
+    from .spidermiddlewares.startpace import StartPaceMiddleware
     from .spiders import SitemapsFromRobotsMixin
 
 

@@ -27,6 +27,7 @@ from .downloadermiddlewares.robotstxt import (
 )
 from .extensions.crawldelay import CrawlDelayGate, CrawlDelayThrottle
 from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
+from .spidermiddlewares.startpace import StartPaceMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -49,6 +50,8 @@ CRAWLDELAY_ORDER = 500
 GATE_ORDER = 940
 #: Among Scrapy's spider middlewares, next to the other filters of what a page yields.
 PAGE_DIRECTIVES_ORDER = 550
+#: Nearest the engine: what it waits for is the scheduler's room.
+START_PACE_ORDER = 10
 
 
 #: The scheduler priority queue that releases a request only when its host is ready.
@@ -84,6 +87,9 @@ class Addon:
         )
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", PageDirectivesMiddleware, PAGE_DIRECTIVES_ORDER
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", StartPaceMiddleware, START_PACE_ORDER
         )
         settings.setdefault_in_component_priority_dict(name, CrawlDelayGate, GATE_ORDER)
         settings.set("CRAWLDELAY_ENABLED", True, priority="addon")

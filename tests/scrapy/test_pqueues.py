@@ -14,11 +14,12 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.budget.storage import MemoryStorage
 from tests.broad_site import BroadSite, addresses, robots_and_pages
-from tests.crawl import SlotOccupancy, crawl
+from tests.crawl import SchedulerHeld, SlotOccupancy, crawl
 from tests.helpers import policy
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
 ADDON_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
+SCRAPYS_QUEUE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
 
 
 def pages(site, count):
@@ -247,6 +248,59 @@ async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_download
     )
     most = crawler.stats.get_value("test/robots_waits_max", 0)
     assert (most > 0) if waits else most == 0
+
+
+@pytest.mark.parametrize(("queue", "paced"), [(ADDON_QUEUE, True), (SCRAPYS_QUEUE, False)])
+@pytest_twisted.ensureDeferred
+async def test_a_broad_crawls_start_requests_are_read_as_the_robots_txt_reads_take_them(
+    queue, paced
+):
+    """200 hosts, one start page each, robots.txt 0.1 s to come, 8 places (4 reads at
+    once): with the add-on's queue, Scrapy reads a start request only while fewer
+    hosts than that wait for their read, so the scheduler never holds the crawl's
+    start requests; Scrapy's own queue gets them all early, as Scrapy documents."""
+    site = BroadSite(addresses(200), lambda host, path, headers: (200, {}, b""), robots_time=0.1)
+    try:
+        urls = [site.url(host, "/p") for host in site.hosts]
+        crawler = await crawl(
+            urls,
+            SCHEDULER_PRIORITY_QUEUE=queue,
+            CONCURRENT_REQUESTS=8,
+            EXTENSIONS={SchedulerHeld: 0},
+            LOG_LEVEL="WARNING",
+            **ADDON,
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 200
+    held = crawler.stats.get_value("test/scheduler_held_max")
+    assert (held <= 12) if paced else held > 100
+
+
+@pytest.mark.parametrize(("queue", "paced"), [(ADDON_QUEUE, True), (SCRAPYS_QUEUE, False)])
+@pytest_twisted.ensureDeferred
+async def test_start_requests_wait_while_the_downloader_is_full(queue, paced):
+    """8 hosts, 5 start pages each, 0.2 s a page, 4 places, robots.txt not obeyed (no
+    read to wait for): with the add-on's queue a start request is read only when the
+    downloader has room (Scrapy's documented lazy start), so the scheduler holds a
+    few of them; Scrapy's own queue gets them all while the downloader is full."""
+    site = BroadSite(addresses(8), lambda host, path, headers: (200, {}, b""), page_time=0.2)
+    try:
+        urls = [site.url(host, f"/p/{n}") for n in range(5) for host in site.hosts]
+        crawler = await crawl(
+            urls,
+            SCHEDULER_PRIORITY_QUEUE=queue,
+            CONCURRENT_REQUESTS=4,
+            ROBOTSTXT_OBEY=False,
+            EXTENSIONS={SchedulerHeld: 0},
+            LOG_LEVEL="WARNING",
+            **ADDON,
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == 40
+    held = crawler.stats.get_value("test/scheduler_held_max")
+    assert (held <= 6) if paced else held > 30
 
 
 @pytest_twisted.ensureDeferred

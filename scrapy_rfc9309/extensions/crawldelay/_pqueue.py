@@ -28,10 +28,16 @@ when a request ends or at its next heartbeat.  A pop costs O(log units).
 A request that a robots.txt at hand refuses (its site unreachable, so everything
 disallowed) never reaches the site: it is handed out at once, whatever its unit's
 readiness or hold, and dropped by the robots middleware.
+
+Scrapy's next start request waits (``StartPaceMiddleware``, :meth:`_start_room`)
+while as many units as the reads run at once came with their robots.txt unread and
+wait for that read, or while the downloader is full: a broad crawl's start
+requests, each of a new unit, would otherwise all wait here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import heapq
 import itertools
@@ -123,6 +129,12 @@ class HostReadyPriorityQueue:
         self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
         self._reading: set[str] = set()  # units whose robots.txt is read ahead
         self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
+        # Units queued whose robots.txt was unread when they came, until a read of it
+        # starts or a request of theirs leaves: the start requests wait while they
+        # are as many as the reads run at once (see start_room).
+        self._new: set[str] = set()
+        self._start_waiter: asyncio.Future[None] | None = None
+        self._offers.start_room = self._start_room
         self._waker = EngineWaker(crawler, jitter=0.0)
         self.queues: dict[str, ScrapyPriorityQueue] = {}
         self.politeness.queued_units.append(self.queues.keys)
@@ -175,12 +187,16 @@ class HostReadyPriorityQueue:
         queue = self.queues.get(unit)
         if queue is None:
             queue = self.queues[unit] = self._queue(unit)
+            unread = self._offers.robots_unread
+            if unread is not None and unread(request):
+                self._new.add(unit)
             if unit not in self._parked:
                 self._schedule(unit, 0.0)
         queue.push(request)
         self._size += 1
 
     def pop(self) -> Request | None:
+        self._wake_start()
         if self._decided:
             return self._decided.popleft()
         dropped = self._next_dropped()
@@ -254,9 +270,34 @@ class HostReadyPriorityQueue:
         except NotImplementedError:  # a downstream queue without peek
             return None
 
+    def _start_full(self) -> bool:
+        """Whether another start request should wait: as many units wait for their
+        robots.txt read as the reads run at once, or the downloader is full."""
+        return len(self._new) >= self._most_early or self.crawler.engine.needs_backout()
+
+    async def _start_room(self, most: float) -> None:
+        """Return once another start request is welcome (see :meth:`_start_full`), or
+        after *most* seconds."""
+        if not self._start_full():
+            return
+        if self._start_waiter is None or self._start_waiter.done():
+            self._start_waiter = asyncio.get_running_loop().create_future()
+        with suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._start_waiter), most)
+
+    def _wake_start(self) -> None:
+        waiter = self._start_waiter
+        if waiter is not None and not waiter.done() and not self._start_full():
+            waiter.set_result(None)
+
+    def _not_new(self, unit: str) -> None:
+        self._new.discard(unit)
+        self._wake_start()
+
     def _start_read(self, unit: str, head: Request) -> None:
         assert self._offers.robots_read_ahead is not None  # _unread_head saw it
         self._unread.pop(unit, None)
+        self._not_new(unit)
         self._reading.add(unit)
         self.crawler.stats.inc_value("crawldelay/robots_read_ahead")
         self._offers.robots_read_ahead(head, partial(self._read, unit))
@@ -288,6 +329,7 @@ class HostReadyPriorityQueue:
             self._waker.wake_in(0.0)
 
     def _pop_from(self, unit: str, now: float) -> Request | None:
+        self._not_new(unit)
         request = self._take(unit)
         if unit in self.queues:
             self._schedule(unit, now)  # behind the units already waiting: turns
@@ -301,6 +343,7 @@ class HostReadyPriorityQueue:
         request = queue.pop()
         if not len(queue):
             del self.queues[unit]
+            self._not_new(unit)
             queue.close()
             if self.key:  # a JOBDIR crawl: reclaim the unit's folder, as Scrapy does
                 with suppress(OSError):  # not empty: its queues kept files
