@@ -121,9 +121,9 @@ class Offers:
         #: authority's unit go on, its floor known; the queue hands out at once the
         #: requests an unreachable robots.txt refuses.
         self.on_robots_decided: list[Callable[[str, RobotsEntry | None], None]] = []
-        #: The scheduler's queue: returns once it has room for another start request
-        #: (the sites it holds whose robots.txt is still to be read are fewer than the
-        #: reads it runs at once), or after *most* seconds whatever it holds.
+        #: The scheduler's queue: returns once another start request is welcome
+        #: (fewer units wait for their robots.txt read than it reads at once, and the
+        #: downloader has room), or after *most* seconds whatever it holds.
         self.start_room: Callable[[float], Awaitable[None]] | None = None
 
     def will_drop(self, request: Request) -> bool:

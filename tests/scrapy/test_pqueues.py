@@ -250,6 +250,24 @@ async def test_pages_wait_for_their_robots_txt_in_the_scheduler_not_the_download
     assert (most > 0) if waits else most == 0
 
 
+async def most_held(site, urls, queue, **settings):
+    """The most requests the scheduler held at once in a crawl of *urls* of the broad
+    *site* with *queue*, once every page came."""
+    try:
+        crawler = await crawl(
+            urls,
+            SCHEDULER_PRIORITY_QUEUE=queue,
+            EXTENSIONS={SchedulerHeld: 0},
+            LOG_LEVEL="WARNING",
+            **settings,
+            **ADDON,
+        )
+    finally:
+        site.close()
+    assert len(crawler.spider.seen) == len(urls)
+    return crawler.stats.get_value("test/scheduler_held_max")
+
+
 @pytest.mark.parametrize(("queue", "paced"), [(ADDON_QUEUE, True), (SCRAPYS_QUEUE, False)])
 @pytest_twisted.ensureDeferred
 async def test_a_broad_crawls_start_requests_are_read_as_the_robots_txt_reads_take_them(
@@ -260,20 +278,8 @@ async def test_a_broad_crawls_start_requests_are_read_as_the_robots_txt_reads_ta
     hosts than that wait for their read, so the scheduler never holds the crawl's
     start requests; Scrapy's own queue gets them all early, as Scrapy documents."""
     site = BroadSite(addresses(200), lambda host, path, headers: (200, {}, b""), robots_time=0.1)
-    try:
-        urls = [site.url(host, "/p") for host in site.hosts]
-        crawler = await crawl(
-            urls,
-            SCHEDULER_PRIORITY_QUEUE=queue,
-            CONCURRENT_REQUESTS=8,
-            EXTENSIONS={SchedulerHeld: 0},
-            LOG_LEVEL="WARNING",
-            **ADDON,
-        )
-    finally:
-        site.close()
-    assert len(crawler.spider.seen) == 200
-    held = crawler.stats.get_value("test/scheduler_held_max")
+    urls = [site.url(host, "/p") for host in site.hosts]
+    held = await most_held(site, urls, queue, CONCURRENT_REQUESTS=8)
     assert (held <= 12) if paced else held > 100
 
 
@@ -285,21 +291,8 @@ async def test_start_requests_wait_while_the_downloader_is_full(queue, paced):
     downloader has room (Scrapy's documented lazy start), so the scheduler holds a
     few of them; Scrapy's own queue gets them all while the downloader is full."""
     site = BroadSite(addresses(8), lambda host, path, headers: (200, {}, b""), page_time=0.2)
-    try:
-        urls = [site.url(host, f"/p/{n}") for n in range(5) for host in site.hosts]
-        crawler = await crawl(
-            urls,
-            SCHEDULER_PRIORITY_QUEUE=queue,
-            CONCURRENT_REQUESTS=4,
-            ROBOTSTXT_OBEY=False,
-            EXTENSIONS={SchedulerHeld: 0},
-            LOG_LEVEL="WARNING",
-            **ADDON,
-        )
-    finally:
-        site.close()
-    assert len(crawler.spider.seen) == 40
-    held = crawler.stats.get_value("test/scheduler_held_max")
+    urls = [site.url(host, f"/p/{n}") for n in range(5) for host in site.hosts]
+    held = await most_held(site, urls, queue, CONCURRENT_REQUESTS=4, ROBOTSTXT_OBEY=False)
     assert (held <= 6) if paced else held > 30
 
 
