@@ -9,10 +9,11 @@ requests wait there while its robots.txt is read, half of ``CONCURRENT_REQUESTS`
 sites at a time: start requests, each of a new site, would pile up behind those
 reads, held in memory and walked by the garbage collector.  Before handing Scrapy
 the next start item, this middleware waits while as many sites wait for their
-robots.txt read as the queue reads at once, or while the downloader is full
-(Scrapy's documented lazy start, ``engine.needs_backout()``), for :data:`MOST`
-seconds at the most.  The requests callbacks yield never wait.  With another queue
-(Scrapy's, a fleet's shared one) it does nothing.
+robots.txt read as the queue reads at once, or while ``CONCURRENT_REQUESTS`` start
+items wait in the queue that Scrapy has not asked for (its downloader is full: the
+lazy start Scrapy's documentation shows), for :data:`MOST` seconds at the most.
+The requests callbacks yield never wait.  With another queue (Scrapy's, a fleet's
+shared one) it does nothing.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ readiness or hold, and dropped by the robots middleware.
 
 Scrapy's next start request waits (``StartPaceMiddleware``, :meth:`_start_room`)
 while as many units as the reads run at once came with their robots.txt unread and
-wait for that read, or while the downloader is full: a broad crawl's start
+wait for that read, or while ``CONCURRENT_REQUESTS`` start items wait that the
+engine has not asked for (its downloader is full): a broad crawl's start
 requests, each of a new unit, would otherwise all wait here.
 """
 
@@ -126,13 +127,15 @@ class HostReadyPriorityQueue:
         # robots.txt reads this queue starts each take one: at most half of
         # CONCURRENT_REQUESTS of each, so that they never fill the downloader (a full
         # downloader has Scrapy read every start request into the scheduler).
-        self._most_early = max(1, crawler.settings.getint("CONCURRENT_REQUESTS") // 2)
+        self._places = crawler.settings.getint("CONCURRENT_REQUESTS")
+        self._most_early = max(1, self._places // 2)
         self._reading: set[str] = set()  # units whose robots.txt is read ahead
         self._unread: dict[str, None] = {}  # units waiting for a read to start, in order
         # Units queued whose robots.txt was unread when they came, until a read of it
         # starts or a request of theirs leaves: the start requests wait while they
         # are as many as the reads run at once (see start_room).
         self._new: set[str] = set()
+        self._started = 0  # start items let go that the engine has not taken yet
         self._start_waiter: asyncio.Future[None] | None = None
         self._offers.start_room = self._start_room
         self._waker = EngineWaker(crawler, jitter=0.0)
@@ -196,7 +199,14 @@ class HostReadyPriorityQueue:
         self._size += 1
 
     def pop(self) -> Request | None:
+        request = self._pop()
+        # The engine took one request, or found none to take: room for as many
+        # start items (see _start_full).
+        self._started = 0 if request is None else max(0, self._started - 1)
         self._wake_start()
+        return request
+
+    def _pop(self) -> Request | None:
         if self._decided:
             return self._decided.popleft()
         dropped = self._next_dropped()
@@ -272,18 +282,21 @@ class HostReadyPriorityQueue:
 
     def _start_full(self) -> bool:
         """Whether another start request should wait: as many units wait for their
-        robots.txt read as the reads run at once, or the downloader is full."""
-        return len(self._new) >= self._most_early or self.crawler.engine.needs_backout()
+        robots.txt read as the reads run at once, or ``CONCURRENT_REQUESTS`` start
+        items wait here that the engine has not asked for (it asks while its
+        downloader has room; each request it takes makes room for one more, and a
+        look that finds none ready for as many)."""
+        return len(self._new) >= self._most_early or self._started >= self._places
 
     async def _start_room(self, most: float) -> None:
         """Return once another start request is welcome (see :meth:`_start_full`), or
         after *most* seconds."""
-        if not self._start_full():
-            return
-        if self._start_waiter is None or self._start_waiter.done():
-            self._start_waiter = asyncio.get_running_loop().create_future()
-        with suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._start_waiter), most)
+        if self._start_full():
+            if self._start_waiter is None or self._start_waiter.done():
+                self._start_waiter = asyncio.get_running_loop().create_future()
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._start_waiter), most)
+        self._started += 1
 
     def _wake_start(self) -> None:
         waiter = self._start_waiter
