@@ -114,6 +114,7 @@ class Addon:
         shared = scrapy_redis_url(settings)
         if shared is None:
             return
+        _warn_of_scrapy_redis_dupefilter(settings)
         fleet = settings.get("FLEET_REDIS_URL")
         if fleet is not None and fleet_off(fleet):
             logger.info(
@@ -142,12 +143,23 @@ class Addon:
             else "",
             settings.get("SCHEDULER_QUEUE_CLASS") or "scrapy-redis's default",
         )
-        dupefilter = settings.get("DUPEFILTER_CLASS")
-        if isinstance(dupefilter, type):
-            dupefilter = f"{dupefilter.__module__}.{dupefilter.__qualname__}"
-        if dupefilter == SCRAPY_REDIS_DUPEFILTER:
-            logger.info(
-                "scrapy_rfc9309: DUPEFILTER_CLASS is scrapy-redis's, which loses the new "
-                "requests it cannot check while Redis is away; %s lets them through",
-                PACKAGE_DUPEFILTER,
-            )
+
+
+def _warn_of_scrapy_redis_dupefilter(settings: BaseSettings) -> None:
+    """With scrapy-redis's scheduler, a WARNING if ``DUPEFILTER_CLASS`` is
+    scrapy-redis's own, which raises while Redis is away.  Each raise comes out of
+    Scrapy's ``engine.crawl()`` and ends one of the ``CONCURRENT_ITEMS`` tasks that
+    work through a page's output; once all have ended, what is left of the output
+    waits for good in a queue of twice as many places, and the crawl never ends."""
+    dupefilter = settings.get("DUPEFILTER_CLASS")
+    if isinstance(dupefilter, type):
+        dupefilter = f"{dupefilter.__module__}.{dupefilter.__qualname__}"
+    if dupefilter == SCRAPY_REDIS_DUPEFILTER:
+        logger.warning(
+            "scrapy_rfc9309: DUPEFILTER_CLASS is scrapy-redis's: while Redis is away it "
+            "raises for every new request, which is lost, and a page that yields more "
+            "than %d (twice CONCURRENT_ITEMS) then stops the process for good, its crawl "
+            "never ending; %s lets them through",
+            2 * settings.getint("CONCURRENT_ITEMS"),
+            PACKAGE_DUPEFILTER,
+        )

@@ -988,8 +988,9 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
     reactor,
 ):
     """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
-    fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from a
-    seed each.  Redis stops once 40 pages are in, from both processes, and comes back
+    fleet through ``REDIS_URL``) with the package's dupefilter (the recipe's: a link
+    found while Redis is away is kept), 2 processes, 40 hosts of 6 pages each linked
+    from a seed each.  Redis stops once 40 pages are in, from both processes, and comes back
     6 s later from its append-only file.  An unreachable queue is not an empty one:
     no process closes for want of work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every
     page is fetched once, no host sees a gap below its Crawl-delay, each process says
@@ -1013,6 +1014,7 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
             MAX_IDLE_TIME_BEFORE_CLOSE=3,
             REDIS_START_URLS_BATCH_SIZE=1,
             TWISTED_REACTOR_ENABLED=reactor,
+            DUPEFILTER_CLASS="scrapy_rfc9309.dupefilter.RedisDupeFilter",
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
         # A seed each (the same links): with one, the process that did not take it
@@ -1088,14 +1090,23 @@ def test_requests_scheduled_while_the_shared_queues_redis_is_away_outlive_a_stop
 
 
 @pytest.mark.parametrize(
-    "dupefilter",
-    ["scrapy_rfc9309.dupefilter.RedisDupeFilter", "scrapy_redis.dupefilter.RFPDupeFilter"],
+    ("dupefilter", "concurrent_items"),
+    [
+        ("scrapy_rfc9309.dupefilter.RedisDupeFilter", 1),
+        ("scrapy_redis.dupefilter.RFPDupeFilter", 100),  # Scrapy's default
+        ("scrapy_redis.dupefilter.RFPDupeFilter", 2),
+    ],
 )
-def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilter(site, dupefilter):
-    """A seed's 4 links come while the fleet's Redis is away (restarted 5 s later):
-    scrapy-redis's dupefilter cannot check them and its scheduler loses them (a
-    traceback each); the package's lets them through, and each page is fetched once
-    (the seed links /p/0 twice: the second is a duplicate)."""
+def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilter(
+    site, dupefilter, concurrent_items
+):
+    """A seed's 5 links (/p/0 twice) come while the fleet's Redis is away (restarted
+    5 s later).  The package's dupefilter lets them through, and each page is fetched
+    once (the second /p/0 is a duplicate), however few CONCURRENT_ITEMS.
+    scrapy-redis's cannot check them, and its scheduler loses them (a traceback
+    each); with more of them than twice CONCURRENT_ITEMS, the process never ends, as
+    the add-on's start-up WARNING says (Scrapy's tasks for the seed's output all
+    ended with those errors)."""
     from tests.budget.redis_server import RedisServer
 
     site.route("/robots.txt", body=b"User-agent: *\nCrawl-delay: 0.2\n")
@@ -1105,7 +1116,10 @@ def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilte
     server = RedisServer(durable=True)
     try:
         settings = fleet_settings(
-            server.url, DOMAINBUDGET_ENABLED=False, DUPEFILTER_CLASS=dupefilter
+            server.url,
+            DOMAINBUDGET_ENABLED=False,
+            DUPEFILTER_CLASS=dupefilter,
+            CONCURRENT_ITEMS=concurrent_items,
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
         (crawl,) = start_fleet(settings, [f"{site.url}/seed"], processes=1)
@@ -1116,6 +1130,13 @@ def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilte
         server.stop()
         time.sleep(5)
         server.restart()
+        if concurrent_items == 2:
+            # Idle 2 s (MAX_IDLE_TIME_BEFORE_CLOSE) after its one page, it would close.
+            time.sleep(10)
+            stuck = crawl.poll() is None
+            crawl.kill()
+            assert stuck and "/p/0" not in site.paths(), site.paths()
+            return
         logs = []
         (stats,) = wait_all([crawl], logs=logs)
     finally:
@@ -1123,6 +1144,7 @@ def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilte
     pages = sorted(path for path in site.paths() if path.startswith("/p/"))
     if dupefilter.startswith("scrapy_redis"):
         assert pages == [] and "request_seen" in logs[0], (pages, logs[0][-3000:])
+        assert "stops the process for good" in logs[0], logs[0][:3000]  # said at start-up
         return
     assert pages == ["/p/0", "/p/1", "/p/2", "/p/3"], logs[0][-3000:]
     assert stats["fleet/dupefilter_unchecked"] == 4  # the second /p/0: a duplicate
