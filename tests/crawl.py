@@ -30,8 +30,9 @@ BASE_SETTINGS: dict[str, Any] = {
     # Scrapy starts CONCURRENT_ITEMS tasks for each response to work through its
     # callback's output (100 by default): a quarter of a broad crawl's CPU here (the
     # 800-page concurrency test: 17.3 s of user CPU, 12.4 s with 1), where no spider
-    # yields more than a few items or requests a page.  What the sites see does not
-    # depend on it.
+    # yields more than a few items or requests a page.  The crawler processes
+    # (tests/crawl_process.py) keep Scrapy's default: a fleet's processes share the
+    # links of a seed page as they reach Redis, and 100 push them at once.
     "CONCURRENT_ITEMS": 1,
 }
 

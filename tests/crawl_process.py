@@ -117,7 +117,6 @@ def main() -> None:
         "LOG_LEVEL": "WARNING",
         "MAX_IDLE_TIME_BEFORE_CLOSE": 2,
         "TELNETCONSOLE_ENABLED": False,
-        "CONCURRENT_ITEMS": 1,  # as tests.crawl.BASE_SETTINGS says
         # A cache of this crawl's own unless the caller names one (tests share ports).
         "RFC9309_PERSISTENT_CACHE_PATH": tempfile.mktemp(suffix=".sqlite"),
     }

@@ -988,9 +988,8 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
     reactor,
 ):
     """scrapy-redis's scheduler and the add-on's defaults (the host-ready queue, the
-    fleet through ``REDIS_URL``) with the package's dupefilter (the recipe's: a link
-    found while Redis is away is kept), 2 processes, 40 hosts of 6 pages each linked
-    from a seed each.  Redis stops once 40 pages are in, from both processes, and comes back
+    fleet through ``REDIS_URL``), 2 processes, 40 hosts of 6 pages each linked from a
+    seed each.  Redis stops once 40 pages are in, from both processes, and comes back
     6 s later from its append-only file.  An unreachable queue is not an empty one:
     no process closes for want of work (``MAX_IDLE_TIME_BEFORE_CLOSE`` is 3 s), every
     page is fetched once, no host sees a gap below its Crawl-delay, each process says
@@ -1014,7 +1013,6 @@ def test_a_shared_queue_whose_redis_is_away_for_a_while_loses_nothing_and_closes
             MAX_IDLE_TIME_BEFORE_CLOSE=3,
             REDIS_START_URLS_BATCH_SIZE=1,
             TWISTED_REACTOR_ENABLED=reactor,
-            DUPEFILTER_CLASS="scrapy_rfc9309.dupefilter.RedisDupeFilter",
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
         # A seed each (the same links): with one, the process that did not take it
