@@ -2,7 +2,8 @@
 dupefilter for a fleet whose Redis may be away for a while.
 
 scrapy-redis's ``RFPDupeFilter`` checks each new request with a call to Redis; while
-Redis cannot be reached, that call raises, and scrapy-redis's scheduler loses the
+Redis cannot be reached, or refuses writes (out of memory, a read-only replica),
+that call raises, and scrapy-redis's scheduler loses the
 request (a traceback in the log).  This one lets such a request through as new:
 nothing is lost, and the shared queue (or the process itself, while Redis is away)
 takes it.  Its fingerprint is remembered here, so a second request for it is a
@@ -36,7 +37,11 @@ logger = logging.getLogger(__name__)
 #: While Redis cannot be reached, it is asked again at most this often (seconds): as
 #: the fleet's other calls, after the same pause.
 RETRY = RETRY_AFTER
-REDIS_AWAY = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+#: Redis cannot check a request: it cannot be reached, does not answer, or refuses
+#: the call (out of memory, a read-only replica, writes stopped after a failed save).
+#: Raised, the error would be lost with the request, and end one of Scrapy's tasks
+#: for the page's output (see the add-on's start-up WARNING on scrapy-redis's).
+REDIS_AWAY = (redis.exceptions.RedisError,)
 
 
 class RedisDupeFilter(RFPDupeFilter):  # type: ignore[misc]
@@ -69,15 +74,15 @@ class RedisDupeFilter(RFPDupeFilter):  # type: ignore[misc]
         except REDIS_AWAY as exc:
             if not self._unsent:
                 logger.warning(
-                    "The dupefilter cannot reach Redis (%s): until it answers, requests "
-                    "it cannot check go through as new",
+                    "The dupefilter cannot use Redis (%s): until it can, requests it "
+                    "cannot check go through as new",
                     exc,
                 )
             self._retry_at = monotonic() + RETRY
             return self._unchecked(fingerprint)
         if self._unsent:
             logger.warning(
-                "The dupefilter reaches Redis again: the %d request(s) let through "
+                "The dupefilter uses Redis again: the %d request(s) let through "
                 "meanwhile are in its set",
                 len(self._unsent),
             )

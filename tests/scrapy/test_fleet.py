@@ -1147,3 +1147,49 @@ def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilte
     assert pages == ["/p/0", "/p/1", "/p/2", "/p/3"], logs[0][-3000:]
     assert stats["fleet/dupefilter_unchecked"] == 4  # the second /p/0: a duplicate
     assert "request_seen" not in logs[0], logs[0][-3000:]  # no traceback of the dupefilter
+
+
+def test_a_redis_that_refuses_writes_for_a_while_is_as_one_away(site):
+    """The fleet's Redis refuses every write for 5 s (out of memory: ``maxmemory`` 1
+    byte, ``noeviction``; a read-only replica or a failed save refuse them the same
+    way) while a seed's 250 links come.  The add-on's shared queue and the package's
+    dupefilter take it as away: the process crawls what it schedules itself, each
+    page once, and ends.  (Before, the dupefilter's error ended Scrapy's tasks for
+    the seed's output, and the process never ended; the queue's pops raised out of
+    Scrapy's engine, a traceback each.)"""
+    import redis
+
+    from tests.budget.redis_server import RedisServer
+
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    links = "".join(f'<a href="{site.url}/p/{n}">.</a>' for n in range(250))
+    # Answered 2 s after it is asked: Redis refuses writes by then.
+    site.route("/seed", body=f"<html><body>{links}</body></html>".encode(), delay=2.0)
+    server = RedisServer()
+    client = redis.Redis.from_url(server.url)
+    try:
+        settings = fleet_settings(
+            server.url,
+            DOMAINBUDGET_ENABLED=False,
+            DUPEFILTER_CLASS="scrapy_rfc9309.dupefilter.RedisDupeFilter",
+        )
+        del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
+        (crawl,) = start_fleet(settings, [f"{site.url}/seed"], processes=1)
+        deadline = time.monotonic() + 60
+        while "/seed" not in site.paths():
+            assert time.monotonic() < deadline and crawl.poll() is None, site.paths()
+            time.sleep(0.02)
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)
+        time.sleep(5)
+        client.config_set("maxmemory", 0)
+        logs = []
+        wait_all([crawl], logs=logs)
+    finally:
+        server.stop()
+    pages = Counter(path for path in site.paths() if path.startswith("/p/"))
+    assert sorted(pages.values()) == [1] * 250, logs[0][-3000:]
+    assert "Fleet Redis unreachable (OOM command not allowed" in logs[0], logs[0][-3000:]
+    # Tracebacks there are scrapy-redis's (its spider reads its start URLs with a write).
+    frames = [line for line in logs[0].splitlines() if line.lstrip().startswith('File "')]
+    assert not [frame for frame in frames if "scrapy_rfc9309" in frame], logs[0][-3000:]

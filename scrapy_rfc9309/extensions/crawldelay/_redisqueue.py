@@ -64,7 +64,13 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
-from ..._redis import PipelinedRedis, RedisAddress, RedisConnectionError, tls_context
+from ..._redis import (
+    PipelinedRedis,
+    RedisAddress,
+    RedisConnectionError,
+    RedisReplyError,
+    tls_context,
+)
 from ..._settings import LEASE_MARGIN, SettingError, data_file, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
@@ -80,18 +86,18 @@ if TYPE_CHECKING:
 
     from ...robots import RobotsEntry
 
-#: What a call raises when Redis cannot be reached or does not answer (redis-py's
-#: errors, and this package's client's).
-REDIS_AWAY: tuple[type[Exception], ...] = (OSError, RedisConnectionError)
+#: What this package's client raises when Redis cannot serve a call: it cannot be
+#: reached, does not answer, or refuses the call (out of memory, a read-only
+#: replica, writes stopped after a failed save).
+ASYNC_AWAY = (RedisConnectionError, RedisReplyError)
+#: The same, for a call through redis-py (any of its errors) or this package's client.
+#: A pop that raised would end Scrapy's engine's loop for good: Redis is away then.
+REDIS_AWAY: tuple[type[Exception], ...] = (OSError, *ASYNC_AWAY)
 try:
     import redis.exceptions
     from scrapy_redis.queue import Base
 
-    REDIS_AWAY = (
-        redis.exceptions.ConnectionError,
-        redis.exceptions.TimeoutError,
-        RedisConnectionError,
-    )
+    REDIS_AWAY = (redis.exceptions.RedisError, *ASYNC_AWAY)
 except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
@@ -317,13 +323,11 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         cannot be reached, else asked."""
         now = self.politeness.now()
         if now - self._counted_at > COUNT_FRESH and self._may_call(now):
-            asked = monotonic()
             try:
                 count = self.server.get(self.keys[1])
             except REDIS_AWAY as exc:
                 self._unreachable(exc)
-            else:
-                self._reachable(asked)
+            else:  # a read: Redis may still refuse writes, a pop will say
                 self._count(count, now)
         return self._left
 
@@ -369,7 +373,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     async def _pushed(self, request: Request, args: list[Any]) -> None:
         try:
             await self._call_async(self._client, "push", args)
-        except RedisConnectionError as exc:
+        except ASYNC_AWAY as exc:
             self._kept.append(request)
             self._unreachable(exc)
             return
@@ -435,8 +439,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         return not self._away or now >= self._try_at
 
     def _unreachable(self, exc: Exception) -> None:
-        """A call found Redis unreachable: say so once, keep what this process
-        schedules, and try again every :data:`RETRY` seconds."""
+        """A call found Redis unreachable, or refusing it: say so once, keep what this
+        process schedules, and try again every :data:`RETRY` seconds."""
         if self._client is not None and _loop_running():
             self._try_at = float("inf")  # until a PING answers
             if self._prober is None or self._prober.done():
@@ -451,7 +455,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         self.crawler.stats.inc_value("fleet/queue_unreachable")
         if not was_away:
             logger.warning(
-                "The shared queue cannot reach Redis (%s): until it answers again, this "
+                "The shared queue cannot use Redis (%s): until it answers again, this "
                 "process takes no request from it and crawls those it schedules itself",
                 exc,
             )
@@ -476,7 +480,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
         if self._health is not None:
             self._health.answered(asked_at)
         else:
-            logger.warning("The shared queue reaches Redis again")
+            logger.warning("The shared queue uses Redis again")
         self._share_kept()
 
     def _share_kept(self) -> None:
@@ -522,7 +526,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                     if self.politeness.now() - self._called_at >= LISTEN:
                         await self._call_async(client, "join", [])
                     woken = await client.call("BLPOP", self._wake_key, LISTEN)
-                except RedisConnectionError as exc:
+                except ASYNC_AWAY as exc:
                     self._listening = False
                     self._unreachable(exc)
                     await asyncio.sleep(LISTEN)
@@ -539,9 +543,9 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
             client.close()
 
     def _failed(self, exc: Exception, doing: str) -> None:
-        """A background call failed *doing* something: Redis is away, or (said once)
-        it refused the call."""
-        if isinstance(exc, RedisConnectionError):
+        """A background call failed *doing* something: Redis cannot serve it (see
+        :data:`ASYNC_AWAY`), or (said once) something else went wrong."""
+        if isinstance(exc, ASYNC_AWAY):
             self._unreachable(exc)
         else:
             self._say_once(f"The shared queue could not {doing} ({exc})")
