@@ -90,8 +90,8 @@ if TYPE_CHECKING:
 #: reached, does not answer, or refuses the call (out of memory, a read-only
 #: replica, writes stopped after a failed save).
 ASYNC_AWAY = (RedisConnectionError, RedisReplyError)
-#: The same, for a call through redis-py (any of its errors) or this package's client.
-#: A pop that raised would end Scrapy's engine's loop for good: Redis is away then.
+#: The same, for a call through redis-py (any of its errors) or this package's client:
+#: Redis is away then (a pop that raised would come out of Scrapy's engine at each look).
 REDIS_AWAY: tuple[type[Exception], ...] = (OSError, *ASYNC_AWAY)
 try:
     import redis.exceptions
