@@ -8,8 +8,9 @@ request (a traceback in the log).  This one lets such a request through as new:
 nothing is lost, and the shared queue (or the process itself, while Redis is away)
 takes it.  Its fingerprint is remembered here, so a second request for it is a
 duplicate, and added to the fleet's set with the first check that reaches Redis
-again.  The price: while Redis is away, a page another process saw may be fetched
-once more by this one (still spaced by its Crawl-delay).  Meanwhile Redis is asked
+again, or when the crawl closes.  The price: while Redis is away, a page another
+process saw may be fetched once more by this one (still spaced by its Crawl-delay).
+Meanwhile Redis is asked
 again at most every :data:`RETRY` seconds, as the fleet's other calls are: each
 check is a blocking call (scrapy-redis's interface), and against a Redis that drops
 packets one blocks the reactor for scrapy-redis's socket timeout.
@@ -17,11 +18,13 @@ packets one blocks the reactor for scrapy-redis's socket timeout.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
+from scrapy import signals
 from scrapy_redis.dupefilter import RFPDupeFilter
 
 from .fleet.health import RETRY_AFTER
@@ -57,7 +60,27 @@ class RedisDupeFilter(RFPDupeFilter):  # type: ignore[misc]
     def from_spider(cls, spider: Spider) -> Self:
         dupefilter = super().from_spider(spider)
         dupefilter.stats = spider.crawler.stats
+        spider.crawler.signals.connect(dupefilter.send_unsent, signal=signals.spider_closed)
         return dupefilter  # type: ignore[no-any-return]
+
+    async def send_unsent(self) -> None:
+        """The crawl closes: add the fingerprints let through while Redis was away to
+        the fleet's set, if Redis takes them now, so that the other processes do not
+        fetch those pages again.  On a thread: the reactor never waits on it (the
+        close does, for redis-py's socket timeout at most)."""
+        if not self._unsent:
+            return
+        try:
+            await asyncio.to_thread(self.server.sadd, self.key, *self._unsent)
+        except REDIS_AWAY as exc:
+            logger.warning(
+                "The dupefilter closes with %d request(s) let through while Redis was "
+                "away and not in its set (%s): other processes may fetch them again",
+                len(self._unsent),
+                exc,
+            )
+            return
+        self._unsent.clear()
 
     def request_seen(self, request: Request) -> bool:
         fingerprint = self.request_fingerprint(request)

@@ -688,6 +688,37 @@ def test_the_dupefilter_lets_unchecked_requests_through_once_and_adds_them_when_
         server.stop()
 
 
+@pytest.mark.redis
+@pytest_twisted.ensureDeferred
+async def test_the_dupefilter_takes_a_redis_refusing_writes_as_away_and_adds_at_close(caplog):
+    """Redis out of memory (``maxmemory`` 1 byte, ``noeviction``) refuses the
+    dupefilter's writes: a new request goes through, as while Redis is away (raised,
+    the error would end one of Scrapy's tasks for the page's output).  When the crawl
+    closes, what it let through is added to the fleet's set if Redis takes it then;
+    if not, a WARNING says so and it is kept for the next try."""
+    from scrapy import Request
+
+    from scrapy_rfc9309.dupefilter import RedisDupeFilter
+    from tests.budget.redis_server import RedisServer
+
+    server = RedisServer()
+    try:
+        client = redis.Redis.from_url(server.url)
+        dupefilter = RedisDupeFilter(client, "fleet:dupefilter")
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)
+        pages = [Request(f"http://a.example/{n}") for n in range(2)]
+        assert [dupefilter.request_seen(page) for page in pages] == [False, False]
+        assert dupefilter.request_seen(pages[0]) is True  # remembered here
+        await on_loop(dupefilter.send_unsent())  # refused again
+        assert "not in its set (command not allowed when used memory" in caplog.text
+        client.config_set("maxmemory", 0)
+        await on_loop(dupefilter.send_unsent())
+        assert client.scard("fleet:dupefilter") == 2
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize(
     "host, options",
     [
