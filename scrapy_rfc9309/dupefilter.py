@@ -3,17 +3,16 @@ dupefilter for a fleet whose Redis may be away for a while.
 
 scrapy-redis's ``RFPDupeFilter`` checks each new request with a call to Redis; while
 Redis cannot be reached, or refuses writes (out of memory, a read-only replica),
-that call raises, and scrapy-redis's scheduler loses the
-request (a traceback in the log).  This one lets such a request through as new:
-nothing is lost, and the shared queue (or the process itself, while Redis is away)
-takes it.  Its fingerprint is remembered here, so a second request for it is a
-duplicate, and added to the fleet's set with the first check that reaches Redis
-again, or when the crawl closes.  The price: while Redis is away, a page another
-process saw may be fetched once more by this one (still spaced by its Crawl-delay).
-Meanwhile Redis is asked
-again at most every :data:`RETRY` seconds, as the fleet's other calls are: each
-check is a blocking call (scrapy-redis's interface), and against a Redis that drops
-packets one blocks the reactor for scrapy-redis's socket timeout.
+that call raises, and scrapy-redis's scheduler loses the request (a traceback in the
+log).  This one lets such a request through as new: nothing is lost, and the shared
+queue (or the process itself, while Redis is away) takes it.  Its fingerprint is
+remembered here, so a second request for it is a duplicate, and added to the fleet's
+set with the first check that reaches Redis again, or when the crawl closes.  The
+price: while Redis is away, a page another process saw may be fetched once more by
+this one (still spaced by its Crawl-delay).  Meanwhile Redis is asked again at most
+every :data:`RETRY` seconds, as the fleet's other calls are: each check is a
+blocking call (scrapy-redis's interface), and against a Redis that drops packets one
+blocks the reactor for scrapy-redis's socket timeout.
 """
 
 from __future__ import annotations
