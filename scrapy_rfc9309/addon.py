@@ -159,7 +159,7 @@ def _warn_of_scrapy_redis_dupefilter(settings: BaseSettings) -> None:
             "scrapy_rfc9309: DUPEFILTER_CLASS is scrapy-redis's: while Redis is away it "
             "raises for every new request, which is lost, and a page that yields more "
             "than %d (twice CONCURRENT_ITEMS) then stops the process for good, its crawl "
-            "never ending; %s lets them through",
+            "never ending; %s lets them through: set DUPEFILTER_CLASS to it",
             2 * settings.getint("CONCURRENT_ITEMS"),
             PACKAGE_DUPEFILTER,
         )
