@@ -6,7 +6,8 @@ Two crawler processes (scrapy-redis's scheduler, a ``RedisSpider`` that follows
 links, the add-on, ``MAX_IDLE_TIME_BEFORE_CLOSE = 8``) crawl HOSTS sites on
 127.0.x.y, PAGES pages each (``Crawl-delay: 0.3``), all linked from one seed.  Once
 100 pages are in, Redis stops; it restarts OUTAGE seconds later from its append-only
-file.  Each setup in turn:
+file (with ``--refuse``, it stays up but refuses every write meanwhile: out of
+memory, ``maxmemory`` 1 byte under ``noeviction``).  Each setup in turn:
 
 * ``host-ready``: the add-on's defaults (its shared queue, ``HostReadyRedisQueue``)
   with scrapy-redis's dupefilter;
@@ -28,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import redis
+
 from tests.budget.redis_server import RedisServer
 from tests.scrapy.test_fleet import fleet_settings, seeded_sites, start_fleet, wait_all
 
@@ -36,7 +39,7 @@ DELAY = 0.3
 STOP_AFTER = 100  # pages
 
 
-def run(setup: str, hosts: int, pages: int, outage: float) -> str:
+def run(setup: str, hosts: int, pages: int, outage: float, refuse: bool) -> str:
     fetched: Counter[tuple[str, str]] = Counter()
 
     def on_page(host: str, path: str, headers: object) -> None:
@@ -57,9 +60,16 @@ def run(setup: str, hosts: int, pages: int, outage: float) -> str:
         fleet = start_fleet(settings, [site.url(site.hosts[0], "/seed")], processes=2)
         while sum(fetched.values()) < STOP_AFTER:
             time.sleep(0.02)
-        server.stop()
-        time.sleep(outage)
-        server.restart()
+        if refuse:
+            client = redis.Redis.from_url(server.url)
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", 1)
+            time.sleep(outage)
+            client.config_set("maxmemory", 0)
+        else:
+            server.stop()
+            time.sleep(outage)
+            server.restart()
         logs: list[str] = []
         wait_all(fleet, logs=logs, timeout=600)
     finally:
@@ -82,10 +92,14 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=10.0, help="seconds Redis is away")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--setups", nargs="+", choices=SETUPS, default=list(SETUPS))
+    parser.add_argument(
+        "--refuse", action="store_true", help="Redis refuses writes instead of stopping"
+    )
     args = parser.parse_args()
+    away = "refusing writes" if args.refuse else "stopped"
     print(
         f"2 processes, {args.hosts} hosts x {args.pages} pages, Crawl-delay {DELAY} s; Redis "
-        f"stopped after {STOP_AFTER} pages, back {args.outage:g} s later"
+        f"{away} after {STOP_AFTER} pages, back {args.outage:g} s later"
     )
     print(
         f"{'setup':<22} {'fetches':>14} {'twice':>6} {'short gaps':>10} {'tracebacks':>10}"
@@ -93,7 +107,7 @@ def main() -> None:
     )
     for _ in range(args.rounds):
         for setup in args.setups:
-            print(run(setup, args.hosts, args.pages, args.outage), flush=True)
+            print(run(setup, args.hosts, args.pages, args.outage, args.refuse), flush=True)
 
 
 if __name__ == "__main__":
