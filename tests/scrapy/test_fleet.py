@@ -1149,7 +1149,8 @@ def test_links_found_while_redis_is_away_are_crawled_with_the_packages_dupefilte
     assert "request_seen" not in logs[0], logs[0][-3000:]  # no traceback of the dupefilter
 
 
-def test_a_redis_that_refuses_writes_for_a_while_is_as_one_away(site):
+@with_and_without_the_reactor
+def test_a_redis_that_refuses_writes_for_a_while_is_as_one_away(site, reactor):
     """The fleet's Redis refuses every write for 5 s (out of memory: ``maxmemory`` 1
     byte, ``noeviction``; a read-only replica or a failed save refuse them the same
     way) while a seed's 250 links come.  The add-on's shared queue and the package's
@@ -1172,6 +1173,7 @@ def test_a_redis_that_refuses_writes_for_a_while_is_as_one_away(site):
             server.url,
             DOMAINBUDGET_ENABLED=False,
             DUPEFILTER_CLASS="scrapy_rfc9309.dupefilter.RedisDupeFilter",
+            TWISTED_REACTOR_ENABLED=reactor,
         )
         del settings["SCHEDULER_QUEUE_CLASS"], settings["FLEET_REDIS_URL"]  # the add-on's
         (crawl,) = start_fleet(settings, [f"{site.url}/seed"], processes=1)
@@ -1184,9 +1186,10 @@ def test_a_redis_that_refuses_writes_for_a_while_is_as_one_away(site):
         time.sleep(5)
         client.config_set("maxmemory", 0)
         logs = []
-        wait_all([crawl], logs=logs)
+        (stats,) = wait_all([crawl], logs=logs)
     finally:
         server.stop()
+    assert stats["test/twisted_reactor"] is reactor
     pages = Counter(path for path in site.paths() if path.startswith("/p/"))
     assert sorted(pages.values()) == [1] * 250, logs[0][-3000:]
     assert "Fleet Redis unreachable (OOM command not allowed" in logs[0], logs[0][-3000:]
