@@ -31,8 +31,9 @@ demo: $(VENV)/.installed
 # or two at a time, in the suite's order (tests/conftest.py: the longest first,
 # each beside a test that uses the CPU).  Twelve workers on two cores: many tests
 # wait on a site or a crawl's idle close, not on the CPU (crawler processes are
-# forked, tests/processes.py; 92-135 s with 12 workers, 23 runs; 128 s with 10
-# workers, measured with an earlier order); the quick loop's tests use the CPU
+# forked, tests/processes.py; 92-135 s with 12 workers, 23 runs; side by side in
+# one session, 115-117 s with 10, 103-112 s with 12, 106-111 s with 14, 2 runs
+# each); the quick loop's tests use the CPU
 # throughout, and run best with 4 (11-18 s; 20 s with 6).
 XDIST := -n 12 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
