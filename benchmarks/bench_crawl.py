@@ -57,6 +57,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.scheduler_held import SchedulerHeld
+
 #: This script, by absolute path: its crawls run in working directories of their own.
 SCRIPT = str(Path(__file__).resolve())
 ROBOTS = b"User-agent: *\nDisallow: /private\nDisallow: /*.pdf$\nAllow: /private/ok\n"
@@ -168,7 +172,7 @@ def crawl(
             "LOG_LEVEL": "ERROR",
             "TELNETCONSOLE_ENABLED": False,
             "EXTENSIONS": {
-                QueueSize: 0,
+                SchedulerHeld: 0,
                 **({InFlight: 0} if diagnose else {}),
                 **({FrozenAtOpen: 0} if gc_freeze else {}),
             },
@@ -203,7 +207,7 @@ def crawl(
                 "gc": collecting.seconds,
                 "rss": rss,
                 "full_collections": collections,
-                "queue_max": QueueSize.largest,
+                "queue_max": crawler.stats.get_value("test/scheduler_held_max", 0),
                 **(
                     {
                         "promoted": promoted.objects,
@@ -216,28 +220,6 @@ def crawl(
             }
         )
     )
-
-
-class QueueSize:
-    """An extension that keeps the most requests the scheduler held at once."""
-
-    largest = 0
-
-    def __init__(self, crawler: Any) -> None:
-        from scrapy import signals
-
-        self.stats = crawler.stats
-        crawler.signals.connect(self.scheduled, signal=signals.request_scheduled)
-
-    @classmethod
-    def from_crawler(cls, crawler: Any) -> QueueSize:
-        return cls(crawler)
-
-    def scheduled(self, request: Any = None, spider: Any = None) -> None:
-        held = self.stats.get_value("scheduler/enqueued", 0) - self.stats.get_value(
-            "scheduler/dequeued", 0
-        )
-        QueueSize.largest = max(QueueSize.largest, held + 1)  # this one not counted yet
 
 
 class InFlight:

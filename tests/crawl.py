@@ -69,25 +69,6 @@ class SlotOccupancy:
             self.crawler.stats.max_value("test/slot_active_max", active)
 
 
-class SchedulerHeld:
-    """An extension that keeps, in the ``test/scheduler_held_max`` stat, the most
-    requests the scheduler held at once."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.stats = crawler.stats
-        crawler.signals.connect(self.scheduled, signal=signals.request_scheduled)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SchedulerHeld:
-        return cls(crawler)
-
-    def scheduled(self, request: scrapy.Request, spider: Any = None) -> None:
-        held = self.stats.get_value("scheduler/enqueued", 0) - self.stats.get_value(
-            "scheduler/dequeued", 0
-        )
-        self.stats.max_value("test/scheduler_held_max", held + 1)  # this one comes next
-
-
 class ReactorLag:
     """An extension that keeps, in the ``test/reactor_lag_max_ms`` stat, the longest
     the reactor was late, in ms, for a call due every 5 ms while the spider ran: how

@@ -14,8 +14,9 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309.budget.storage import MemoryStorage
 from tests.broad_site import BroadSite, addresses, robots_and_pages
-from tests.crawl import SchedulerHeld, SlotOccupancy, crawl
+from tests.crawl import SlotOccupancy, crawl
 from tests.helpers import policy
+from tests.scheduler_held import SchedulerHeld
 
 ADDON = {"ADDONS": {"scrapy_rfc9309.Addon": 500}}
 ADDON_QUEUE = "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
