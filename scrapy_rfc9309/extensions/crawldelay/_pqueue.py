@@ -342,7 +342,6 @@ class HostReadyPriorityQueue:
             self._waker.wake_in(0.0)
 
     def _pop_from(self, unit: str, now: float) -> Request | None:
-        self._not_new(unit)
         request = self._take(unit)
         if unit in self.queues:
             self._schedule(unit, now)  # behind the units already waiting: turns
@@ -351,12 +350,13 @@ class HostReadyPriorityQueue:
         return request
 
     def _take(self, unit: str) -> Request | None:
-        """The next request of *unit*'s queue; the queue is closed once empty."""
+        """The next request of *unit*'s queue; the queue is closed once empty.  The
+        unit no longer holds the start requests back (see :meth:`_start_full`)."""
+        self._not_new(unit)
         queue = self.queues[unit]
         request = queue.pop()
         if not len(queue):
             del self.queues[unit]
-            self._not_new(unit)
             queue.close()
             if self.key:  # a JOBDIR crawl: reclaim the unit's folder, as Scrapy does
                 with suppress(OSError):  # not empty: its queues kept files
