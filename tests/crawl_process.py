@@ -10,7 +10,9 @@ do, follows the links of the pages it gets (through the fleet's queue), and clos
 after 2 idle seconds from then (``MAX_IDLE_TIME_BEFORE_CLOSE``, scrapy-redis's
 setting, to wait longer).  Used by tests that need a crawler they can kill, several crawler
 processes, or the peak memory of one crawl.  The last line printed is the crawl's
-stats as JSON."""
+stats as JSON, with ``test/peak_rss_kib``: this process's peak resident memory since
+it started (``VmHWM``; a parent's ``ru_maxrss`` of it would count the parent's own
+memory, which the child held between the fork and the exec)."""
 
 import contextlib
 import faulthandler
@@ -107,6 +109,15 @@ def say_ready(spider):
     spider.look_for_start()
 
 
+def peak_rss_kib() -> int:
+    """This process's peak resident memory since its program started (Linux)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def main() -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck crawl's stacks
     mode, *args = sys.argv[1:]
@@ -136,6 +147,7 @@ def main() -> None:
     process.start()
     stats = crawler.stats.get_stats()
     stats["test/twisted_reactor"] = "twisted.internet.reactor" in sys.modules
+    stats["test/peak_rss_kib"] = peak_rss_kib()
     print(json.dumps(stats, default=str))
 
 
