@@ -28,13 +28,13 @@ demo: $(VENV)/.installed
 	cd example_project && $(abspath $(BIN))/scrapy crawl demo
 
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a test
-# or two at a time, in the suite's order (tests/conftest.py: the longest first,
-# each beside a test that uses the CPU).  Twelve workers on two cores: many tests
-# wait on a site or a crawl's idle close, not on the CPU (crawler processes are
-# forked, tests/processes.py; 92-135 s with 12 workers, 23 runs; side by side in
-# one session, 115-117 s with 10, 103-112 s with 12, 106-111 s with 14, 2 runs
-# each); the quick loop's tests use the CPU
-# throughout, and run best with 4 (11-18 s; 20 s with 6).
+# or two at a time, in the suite's order (tests/conftest.py: the tests that mostly
+# wait spread among those that use the CPU).  Twelve workers on two cores: many
+# tests wait on a site or a crawl's idle close, not on the CPU (crawler processes
+# are forked, tests/processes.py).  In one session, 98-106 s in 4 runs (102 s mean)
+# with 12 workers, 101 s twice with 14; 107-110 s in 5 runs with the order before
+# (the waiting tests first).  The quick loop's tests use the CPU throughout, and
+# run best with 4 (11-18 s; 20 s with 6).
 XDIST := -n 12 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
 

@@ -1,6 +1,5 @@
 import atexit
 import gc
-import itertools
 import os
 import shutil
 import socket
@@ -121,32 +120,66 @@ SUBPROCESS_MODULES = {
 }
 
 
-#: Modules whose tests use the CPU throughout (property tests, memory measures,
-#: hostile files, imports in fresh interpreters): each starts beside a fleet test,
-#: whose crawler processes mostly wait on Crawl-delays and idle closes.
-CPU_MODULES = {
-    "test_hostile_bodies.py",
-    "test_memory_estimate.py",
-    "test_properties.py",
-    "test_purity.py",
+#: Seconds of wall time and of CPU (the crawler processes' included) each module's
+#: tests took in all, run one at a time (one worker, on 2 cores): the modules whose
+#: tests mostly wait (on a Crawl-delay, an idle close, crawler processes) and those
+#: that use the CPU throughout.  Modules not named here take well under a second.
+MODULE_SECONDS = {
+    "test_fleet.py": (319, 30),
+    "test_stop.py": (89, 4),
+    "test_crawldelay.py": (65, 2),
+    "test_backoff.py": (57, 2),
+    "test_broad_crawl.py": (45, 30),
+    "test_pqueues.py": (39, 5),
+    "test_robots_liveness.py": (28, 5),
+    "test_example_project.py": (19, 5),
+    "test_without_reactor.py": (17, 3),
+    "test_politeness_unit.py": (13, 1),
+    "test_hostile_sites.py": (11, 6),
+    "test_fleet_core.py": (11, 1),
+    "test_memory_estimate.py": (10, 10),
+    "test_robots_command.py": (6, 6),
+    "test_properties.py": (5, 5),
+    "test_storage_contract.py": (5, 4),
+    "test_ledger_contract.py": (5, 0),
+    "test_hostile_bodies.py": (4, 4),
+    "test_wheel.py": (3, 3),
+    "test_robots_cache.py": (4, 3),
 }
 
 
 def pytest_collection_modifyitems(items):
-    # The longest tests first, the fleet's (crawler processes for 10-40 s each), each
-    # beside a test that uses the CPU, then the other subprocess and slow ones: begun
-    # last, they would leave the workers that finished early idle, and the fleet's
-    # tests alone leave the CPU idle while they wait (make test with 12 workers, in
-    # one day's runs: with the fleet's tests alone first 99-115 s in 8 runs, mean
-    # 107 s; beside the CPU's 92-112 s in 13 runs, mean 101 s, and faster in each
-    # of 4 runs side by side, by 1 to 7 s).
-    items.sort(key=lambda item: _start_rank(item.path.name))
-    fleet = [item for item in items if _start_rank(item.path.name) == 0]
-    cpu = [item for item in items if item.path.name in CPU_MODULES]
-    paired = {*fleet, *cpu}
-    rest = [item for item in items if item not in paired]
-    pairs = itertools.zip_longest(fleet, cpu)
-    items[:] = [item for pair in pairs for item in pair if item is not None] + rest
+    # Begun last, the long tests would leave the workers that finished early idle;
+    # begun together, the waiting ones would leave the CPU idle (12 workers: 26-40 s
+    # into a run, the CPU was 60% idle while every worker waited in a fleet's test),
+    # and the CPU's would queue for it.  So the tests that mostly wait, the longest
+    # first, start among those that use the CPU, the most first, each kind at its
+    # own pace: the time its tests started so far, over all of it, the same for both.
+    per_module: dict[str, int] = {}
+    for item in items:
+        per_module[item.path.name] = per_module.get(item.path.name, 0) + 1
+
+    def seconds(item) -> tuple[float, float]:
+        wall, cpu = MODULE_SECONDS.get(item.path.name, (0.01, 0.01))
+        return wall / per_module[item.path.name], cpu / per_module[item.path.name]
+
+    def waits(item) -> bool:
+        wall, cpu = seconds(item)
+        return cpu < wall / 3
+
+    waiting = sorted((item for item in items if waits(item)), key=lambda item: -seconds(item)[0])
+    busy = sorted((item for item in items if not waits(item)), key=lambda item: -seconds(item)[1])
+    waited, used = sum(seconds(item)[0] for item in waiting), sum(seconds(item)[1] for item in busy)
+    merged, waited_so_far, used_so_far = [], 0.0, 0.0
+    while waiting or busy:
+        if waiting and (not busy or waited_so_far / waited <= used_so_far / used):
+            item = waiting.pop(0)
+            waited_so_far += seconds(item)[0]
+        else:
+            item = busy.pop(0)
+            used_so_far += seconds(item)[1]
+        merged.append(item)
+    items[:] = merged
     for item in items:
         module = item.path.name
         if module in SLOW_MODULES:
@@ -155,12 +188,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.subprocess)
         if reaches_redis(item):
             item.add_marker(pytest.mark.redis)
-
-
-def _start_rank(module: str) -> int:
-    if module == "test_fleet.py":
-        return 0
-    return 1 if module in SUBPROCESS_MODULES else 2 if module in SLOW_MODULES else 3
 
 
 def reaches_redis(item) -> bool:

@@ -3,7 +3,6 @@ against local servers, asserting what the servers saw, what the crawl did, how l
 it took and, for decompression bombs, the crawl subprocess's peak memory."""
 
 import json
-import os
 import resource
 import socket
 import subprocess
