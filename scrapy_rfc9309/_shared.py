@@ -121,6 +121,13 @@ class Offers:
         #: authority's unit go on, its floor known; the queue hands out at once the
         #: requests an unreachable robots.txt refuses.
         self.on_robots_decided: list[Callable[[str, RobotsEntry | None], None]] = []
+        #: The gate's answer to "would a robots.txt request of this authority wait
+        #: for its unit (a hold, a Crawl-delay, a request of the unit on the wire)
+        #: longer than a page waits in the gate?": ``0`` if not, else for how many
+        #: seconds the robots middleware obeys the authority's expired copy before
+        #: asking again, rather than send a request that would wait in Scrapy's
+        #: downloader all that time (and hold a stop: Scrapy waits for it).
+        self.robots_fetch_delay: Callable[[str], float] | None = None
         #: The scheduler's queue: returns once another start request is welcome
         #: (fewer units wait for their robots.txt read than it reads at once, and the
         #: downloader has room), or after *most* seconds whatever it holds.

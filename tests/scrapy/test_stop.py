@@ -86,26 +86,26 @@ def pages(site):
     return [path for path in site.paths() if path.startswith("/p/")]
 
 
-def stop_while_waiting(site, settings, urls):
-    """Start a crawl, SIGTERM it once the first page was fetched and the second
-    waits; returns the seconds it took to exit."""
+def stop_while_waiting(site, settings, urls, after=1.5):
+    """Start a crawl, SIGTERM it *after* seconds once the first page was fetched (the
+    second waits then); returns the seconds it took to exit, and its stats."""
     crawl = start(settings, urls)
     deadline = time.monotonic() + 60
     while not pages(site):
         assert crawl.poll() is None, crawl.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "the first page never came"
         time.sleep(0.05)
-    time.sleep(1.5)  # the second page is waiting now
+    time.sleep(after)
     asked = time.monotonic()
     crawl.send_signal(signal.SIGTERM)
     try:
-        _, stderr = crawl.communicate(timeout=60)
+        stdout, stderr = crawl.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         crawl.kill()
         pytest.fail("the crawl did not stop within 60 s of SIGTERM")
     took = time.monotonic() - asked
     assert crawl.returncode == 0, stderr[-3000:]
-    return took
+    return took, json.loads(stdout.strip().splitlines()[-1])
 
 
 def resume(settings, urls):
@@ -149,7 +149,8 @@ def test_sigterm_is_prompt_and_the_resumed_jobdir_crawl_fetches_what_waited(site
     site.route("/robots.txt", body=ROBOTS)
     urls = [f"{site.url}/p/0", f"{site.url}/p/1"]
     settings = settings_for(tmp_path, site, JOBDIR=str(tmp_path / "job"), **MODES[mode])
-    assert stop_while_waiting(site, settings, urls) < PROMPT
+    took, _ = stop_while_waiting(site, settings, urls)
+    assert took < PROMPT
     assert pages(site) == ["/p/0"]
     stats = resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
     assert stats["test/twisted_reactor"] is MODES[mode].get("TWISTED_REACTOR_ENABLED", True)
@@ -191,7 +192,8 @@ def test_sigterm_is_prompt_and_a_scrapy_redis_queue_keeps_what_waited(
         REDIS_URL=url,
         **REDIS_QUEUES[queue],
     )
-    assert stop_while_waiting(site, settings, urls) < PROMPT
+    took, _ = stop_while_waiting(site, settings, urls)
+    assert took < PROMPT
     assert len(pages(site)) == 1  # the first of the queue's order (LIFO in the shared one)
     stats = resume({**settings, "USER_AGENT": "TestBot/2.0"}, urls)
     assert stats["test/twisted_reactor"] is REDIS_QUEUES[queue].get("TWISTED_REACTOR_ENABLED", True)
@@ -214,6 +216,34 @@ def test_closespider_timeout_is_prompt_while_requests_wait(site, tmp_path, mode)
     assert stats["finish_reason"] == "closespider_timeout"
     assert stats["test/twisted_reactor"] is MODES[mode].get("TWISTED_REACTOR_ENABLED", True)
     assert pages(site) == ["/p/0"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_sigterm_is_prompt_while_a_host_is_held_and_its_robots_txt_has_expired(
+    site, tmp_path, mode
+):
+    """A page answered 429 with ``Retry-After: 600`` holds its host; the next page
+    finds the host's robots.txt expired (``RFC9309_CACHE_TTL = 0.5``).  A robots.txt
+    request would wait in the downloader for the hold's end, and a stop with it
+    (before: still running 60 s after SIGTERM, with Scrapy's queue): the expired copy
+    is obeyed meanwhile (RFC 9309 §2.4), the page waits in the gate and goes back to
+    the scheduler, and the stop is prompt.  The site sees nothing during the hold."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route("/p/0", status=429, headers={"Retry-After": "600"}, delay=1.0)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "RFC9309_CACHE_TTL": 0.5,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,  # /p/1 after /p/0's answer
+        "JOBDIR": str(tmp_path / "job"),
+        "LOG_LEVEL": "INFO",
+        **MODES[mode],
+    }
+    # The 429 comes 1 s after the first page is asked: the hold begins, /p/1 waits.
+    took, stats = stop_while_waiting(site, settings, [f"{site.url}/p/0", f"{site.url}/p/1"], 2.5)
+    assert took < PROMPT
+    assert stats["finish_reason"] == "shutdown"
+    assert site.paths() == ["/robots.txt", "/p/0"]
 
 
 def test_a_page_the_fleets_redis_keeps_waiting_goes_back_and_a_stop_is_prompt(site, redis_server):

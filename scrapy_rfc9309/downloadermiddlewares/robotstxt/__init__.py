@@ -15,6 +15,7 @@ whole.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -303,6 +304,10 @@ class RobotsTxtMiddleware:
             waiter: Deferred[RobotsEntry] = Deferred()
             waiters.append(waiter)
             return await maybe_deferred_to_future(waiter)
+        if cached is not None and not cached.refuses_all:
+            postponed = self._postponed(authority, cached)
+            if postponed is not None:
+                return postponed
         self._waiters[authority] = []
         try:
             entry = await self._fetch(authority, cached, route_of(request))
@@ -315,6 +320,28 @@ class RobotsTxtMiddleware:
         for waiter in self._waiters.pop(authority):
             waiter.callback(entry)
         self._decided(authority, entry)
+        return entry
+
+    def _postponed(self, authority: str, expired: RobotsEntry) -> RobotsEntry | None:
+        """*expired* made fresh for a while, if a robots.txt request of *authority*
+        would now wait long for its unit (a hold after a 429/503, a long Crawl-delay):
+        the site asked not to be contacted yet, and a cached copy may outlive its
+        expiry while the file cannot be fetched (RFC 9309 §2.4).  Its pages then wait
+        in the gate, which hands them back to the scheduler after a few seconds, so
+        that a stop is as prompt for them as for any page."""
+        delay = self._offers.robots_fetch_delay
+        seconds = delay(authority) if delay is not None else 0.0
+        if not seconds:
+            return None
+        entry = dataclasses.replace(expired, expires_at=monotonic() + seconds)
+        self._store(authority, entry)
+        self.stats.inc_value("rfc9309/expired_copy_obeyed")
+        logger.debug(
+            "robots.txt of %s expired, and a request for it would wait for its unit: "
+            "the copy is obeyed %.3g s more",
+            authority,
+            seconds,
+        )
         return entry
 
     def _decided(self, authority: str, entry: RobotsEntry | None) -> None:

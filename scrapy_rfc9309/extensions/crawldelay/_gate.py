@@ -42,6 +42,7 @@ import asyncio
 from collections import deque
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -93,6 +94,7 @@ class CrawlDelayGate:
         self.politeness.tracking = True
         self._offers = offers(crawler)
         self._offers.on_robots_decided.append(self.politeness.decided)
+        self._offers.robots_fetch_delay = self._robots_fetch_delay
         self.stats = crawler.stats
         self._started: dict[Request, tuple[str, bool]] = {}  # -> (unit key, fleet held)
         #: Those of them past every downloader middleware (Scrapy's
@@ -260,6 +262,16 @@ class CrawlDelayGate:
         if give_up is not None and now >= give_up and ready_at - now > LOOK_EVERY:
             self.stats.inc_value("crawldelay/handed_back")
             raise _HandBack
+
+    def _robots_fetch_delay(self, authority: str) -> float:
+        """0 if a robots.txt request of *authority* would wait here no longer than a
+        page may (:data:`MOST_WAIT`), else how long to obey its expired copy before
+        asking again (that long at the most): robots.txt requests come from the
+        robots middleware, not the scheduler, and cannot be handed back."""
+        polite = self.politeness
+        key = polite.unit_of_host(urlsplit(authority).hostname or "")
+        wait = polite.ready_at(key, authority) - polite.now()
+        return 0.0 if wait <= MOST_WAIT else MOST_WAIT
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
         if request.headers:
