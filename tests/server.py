@@ -118,8 +118,22 @@ class Site:
         self.server.server_close()
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (connections to it are refused)."""
+#: The sockets behind :func:`refused_port`'s ports, bound for the life of the process.
+_REFUSING: list[socket.socket] = []
+
+
+def refused_port() -> int:
+    """A loopback port that refuses connections: bound, never listening, for the life
+    of this process, so that no other test's server can take it meanwhile (a port
+    merely free when asked was, once, by the time a crawl connected)."""
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    _REFUSING.append(refusing)
+    return int(refusing.getsockname()[1])
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server to listen on."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])

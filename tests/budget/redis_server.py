@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.server import closed_port
+from tests.server import free_port
 
 
 class RedisServer:
@@ -44,7 +44,7 @@ class RedisServer:
             ]
         # A free port may be taken between the probe and redis-server's bind: retry.
         for _attempt in range(5):
-            self.port = closed_port()
+            self.port = free_port()
             scheme = "rediss" if tls is not None else "redis"
             self.url = f"{scheme}://127.0.0.1:{self.port}/0"
             try:

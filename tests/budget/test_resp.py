@@ -19,7 +19,7 @@ from scrapy_rfc9309._redis import (
 from scrapy_rfc9309.budget.storage import RedisStorage, Reservation, StorageError
 from tests.budget.redis_server import RedisServer
 from tests.helpers import DAY, on_loop
-from tests.server import closed_port
+from tests.server import refused_port
 
 REPLIES = [
     (b":42\r\n", 42),
@@ -123,7 +123,7 @@ async def test_a_lost_connection_fails_the_calls_in_flight_and_the_next_call_rec
 @pytest_twisted.ensureDeferred
 async def test_a_silent_server_times_out_and_a_refused_connection_fails(silent_port):
     client = PipelinedRedis(RedisAddress(host="127.0.0.1", port=silent_port, timeout=0.3))
-    refused = PipelinedRedis(RedisAddress(host="127.0.0.1", port=closed_port(), timeout=0.3))
+    refused = PipelinedRedis(RedisAddress(host="127.0.0.1", port=refused_port(), timeout=0.3))
 
     async def scenario():
         start = time.monotonic()

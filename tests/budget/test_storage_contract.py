@@ -166,9 +166,9 @@ def test_sqlite_errors_are_wrapped(tmp_path):
 
 
 def test_redis_errors_are_wrapped():
-    from tests.server import closed_port
+    from tests.server import refused_port
 
-    store = RedisStorage(f"redis://127.0.0.1:{closed_port()}/0", timeout=0.5)
+    store = RedisStorage(f"redis://127.0.0.1:{refused_port()}/0", timeout=0.5)
     with pytest.raises(StorageError, match="Redis budget storage"):
         store.reserve("a.com", DAY, 1, 1)
 

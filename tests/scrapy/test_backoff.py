@@ -14,7 +14,7 @@ import scrapy
 
 from scrapy_rfc9309._settings import SettingError
 from tests.crawl import ListSpider, crawl
-from tests.server import Route, closed_port
+from tests.server import Route, refused_port
 
 #: The add-on, with Scrapy's RetryMiddleware on (it retries 429 and 503 at once).
 BACKOFF = {
@@ -259,7 +259,7 @@ async def test_with_the_fleet_redis_down_each_process_keeps_its_own_holds(site):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     site.answer_first("/p/", slow_down(retry_after="2"))
     crawler = await crawl(
-        pages(site, 2), FLEET_REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0", **BACKOFF
+        pages(site, 2), FLEET_REDIS_URL=f"redis://127.0.0.1:{refused_port()}/0", **BACKOFF
     )
     stats = crawler.stats.get_stats()
     assert stats.get("fleet/robots_error", 0) + stats.get("fleet/spacing_error", 0) >= 1

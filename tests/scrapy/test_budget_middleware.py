@@ -174,11 +174,11 @@ async def test_a_non_2xx_response_gives_its_page_back(site, db):
 
 @pytest_twisted.ensureDeferred
 async def test_storage_errors_fail_open_by_default_and_closed_on_request(site, tmp_path):
-    from tests.server import closed_port
+    from tests.server import refused_port
 
     redis = {
         "DOMAINBUDGET_STORAGE": "scrapy_rfc9309.budget.storage.RedisStorage",
-        "DOMAINBUDGET_REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0",
+        "DOMAINBUDGET_REDIS_URL": f"redis://127.0.0.1:{refused_port()}/0",
     }
     crawler = await crawl([f"{site.url}/p/1"], **redis, **BUDGET)
     assert page_paths(site) == ["/p/1"]
@@ -344,10 +344,10 @@ async def test_the_close_summary_names_the_domains_that_used_most_and_sums_the_o
 
 @pytest_twisted.ensureDeferred
 async def test_a_storage_unreachable_from_the_start_is_said_once_at_start_up(site, caplog):
-    from tests.server import closed_port
+    from tests.server import refused_port
 
     caplog.set_level("INFO", logger="scrapy_rfc9309")
-    port = closed_port()
+    port = refused_port()
     crawler = await crawl(
         [f"{site.url}/p/{i}" for i in range(4)],
         DOMAINBUDGET_STORAGE="scrapy_rfc9309.budget.storage.RedisStorage",

@@ -17,7 +17,7 @@ from scrapy.settings import Settings
 from scrapy_rfc9309.commands.robots import Command
 from tests import processes
 from tests.processes import run_crawl
-from tests.server import closed_port
+from tests.server import refused_port
 
 ROBOTS = (
     b"User-agent: *\nDisallow: /private\n\n"
@@ -96,7 +96,7 @@ def test_unreachable_robots_txt_disallows_and_4xx_allows(site, tmp_path):
     unreachable = robots(f"{site.url}/a", cwd=tmp_path)
     assert unreachable.returncode == 1
     assert "robots.txt unreachable (HTTP 503): everything disallowed" in unreachable.stdout
-    refused_url = f"http://127.0.0.1:{closed_port()}/a"
+    refused_url = f"http://127.0.0.1:{refused_port()}/a"
     refused = robots(refused_url, cwd=tmp_path)
     assert refused.returncode == 2  # nothing to explain: the fetch itself failed
     assert not refused.stdout  # errors go to stderr
@@ -230,7 +230,7 @@ def test_cached_reads_the_copy_a_crawl_kept_without_fetching(site, tmp_path, cap
     assert f"robots.txt:   the copy kept in {cache}, fetched" in out and "(fresh:" in out
     assert "DISALLOWED by 'Disallow: /private' (line 2)" in out
     assert site.count("/robots.txt") == 1  # read, not fetched
-    other = f"http://127.0.0.1:{closed_port()}/x"
+    other = f"http://127.0.0.1:{refused_port()}/x"
     status, out = robots_without_fetching(other, *args, capsys=capsys)
     assert status == 2 and "no copy of" in out
     # The running command's RFC9309_CACHE_TTL decides whether the copy is fresh.
@@ -332,7 +332,7 @@ def test_the_fetch_leaves_the_projects_scheduler_job_pipelines_and_feeds_alone(
     project = {
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
-        "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0",
+        "REDIS_URL": f"redis://127.0.0.1:{refused_port()}/0",
         "JOBDIR": str(job),
         "FEEDS": {str(items): {"format": "jsonlines", "overwrite": True}},
         "ITEM_PIPELINES": {"deployed.Pipeline": 300},

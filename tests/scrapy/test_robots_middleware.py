@@ -9,7 +9,7 @@ import pytest
 import pytest_twisted
 
 from tests.crawl import BASE_SETTINGS, crawl
-from tests.server import closed_port
+from tests.server import refused_port
 
 ROBOTS = (
     b"User-agent: *\nDisallow: /private\n\n"
@@ -128,7 +128,7 @@ async def test_rfc_2_3_1_a_hang_past_the_timeout_is_unreachable(site):
 
 @pytest_twisted.ensureDeferred
 async def test_rfc_2_3_1_connection_refused_is_unreachable(caplog):
-    url = f"http://127.0.0.1:{closed_port()}/a"
+    url = f"http://127.0.0.1:{refused_port()}/a"
     caplog.set_level(logging.DEBUG, logger="scrapy_rfc9309")
     crawler = await crawl([url])
     forbidden = [m for m in caplog.messages if m.startswith("Forbidden by robots.txt")]
