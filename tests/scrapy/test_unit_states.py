@@ -4,6 +4,7 @@ a time or on an event that does not need the waiting request."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
@@ -133,3 +134,23 @@ def test_a_robots_txt_decision_pending_past_every_bound_is_logged_once(caplog):
     assert "http://a.com" in warnings[0]
     assert "robots.txt to be read" in warnings[0]
     assert crawler.stats.get_value("crawldelay/stalled") == 1
+
+
+def test_a_unit_is_seen_waiting_while_any_of_its_requests_waits_in_the_gate():
+    """The live view and the stall watch see a unit while any request of it waits for
+    its turn, since the longest waiting one began: a robots.txt request still waiting
+    for a hold after the page that began waiting first went back (before, the unit
+    left the view with that page)."""
+    polite = politeness()
+    clock = [100.0]
+    polite.now = lambda: clock[0]
+    robots = contextlib.ExitStack()
+    with polite.waiting("a.com"):  # the page
+        clock[0] = 101.0
+        robots.enter_context(polite.waiting("a.com"))
+        assert polite.waiting_since == {"a.com": 100.0}
+    assert polite.waiting_since == {"a.com": 101.0}
+    assert polite.units_with_work() == {"a.com"}
+    robots.close()
+    assert polite.waiting_since == {}
+    assert polite.units_with_work() == set()

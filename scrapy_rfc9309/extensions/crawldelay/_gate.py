@@ -194,17 +194,9 @@ class CrawlDelayGate:
         budget_read: bool = True,
     ) -> bool:
         """Wait until unit *key* is ready for *request* (see :meth:`_until_unit_ready`)."""
-        polite = self.politeness
         robots = request.meta.get(META_ROBOTS)
-        waits = polite.waiting_since
-        first = key not in waits
-        if first:
-            waits[key] = polite.now()
-        try:
+        with self.politeness.waiting(key):
             return await self._until_unit_ready(key, request, robots, give_up, budget_read)
-        finally:
-            if first:
-                del waits[key]
 
     async def _until_unit_ready(
         self,

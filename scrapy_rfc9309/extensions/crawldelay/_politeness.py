@@ -150,8 +150,10 @@ class Politeness:
         self._order = itertools.count()
         self._robots_waiting: dict[str, int] = {}  # robots.txt requests waiting to start
         self._waiters: dict[str, asyncio.Future[None]] = {}
-        #: Since when a request of each unit has waited in the gate for its turn.
+        #: Since when each unit's longest waiting request has waited in the gate for
+        #: its turn (see :meth:`waiting`).
         self.waiting_since: dict[str, float] = {}
+        self._waits: dict[str, list[float]] = {}  # unit -> when each waiting one began
         #: The units each queue holds requests of (for the live view).
         self.queued_units: list[Callable[[], Iterable[str]]] = []
         #: Requests a queue handed out before their unit was ready, until they start
@@ -282,6 +284,24 @@ class Politeness:
                 self._robots_waiting[key] = left
             else:
                 del self._robots_waiting[key]
+
+    @contextlib.contextmanager
+    def waiting(self, key: str) -> Iterator[None]:
+        """While a request of unit *key* waits in the gate for its turn: the unit
+        has work here (the live view and the stall watch see it) until the last of
+        its waiting requests stops waiting."""
+        began = self.now()
+        waits = self._waits.setdefault(key, [])
+        waits.append(began)
+        self.waiting_since[key] = waits[0]
+        try:
+            yield
+        finally:
+            waits.remove(began)
+            if waits:
+                self.waiting_since[key] = waits[0]
+            else:
+                del self._waits[key], self.waiting_since[key]
 
     def started(self, key: str) -> None:
         self.ledger.started(key)
