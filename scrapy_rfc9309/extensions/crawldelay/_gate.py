@@ -25,7 +25,9 @@ What waits, and where:
   that the end brings (a 429) would not stop it: Scrapy's own queues hand a host's
   requests out beyond its concurrency;
 * robots.txt fetches wait here: they come from the robots middleware, not the
-  scheduler.
+  scheduler.  An expired robots.txt whose request would wait longer than a page may
+  is not fetched yet: the robots middleware obeys the expired copy meanwhile
+  (:meth:`CrawlDelayGate._robots_fetch_delay`).
 
 Ends are seen in four public places, whichever comes first: Scrapy's
 ``response_downloaded`` and ``request_left_downloader`` signals (the download
@@ -257,9 +259,10 @@ class CrawlDelayGate:
 
     def _robots_fetch_delay(self, authority: str) -> float:
         """0 if a robots.txt request of *authority* would wait here no longer than a
-        page may (:data:`MOST_WAIT`), else how long to obey its expired copy before
-        asking again (that long at the most): robots.txt requests come from the
-        robots middleware, not the scheduler, and cannot be handed back."""
+        page may (:data:`MOST_WAIT`), else :data:`MOST_WAIT`: the robots middleware
+        obeys the authority's expired copy that long, then asks again.  Such a
+        request could not be handed back (it comes from the robots middleware, not
+        the scheduler), and a stop would wait for it."""
         polite = self.politeness
         key = polite.unit_of_host(urlsplit(authority).hostname or "")
         wait = polite.ready_at(key, authority) - polite.now()
