@@ -122,8 +122,8 @@ class Offers:
         #: requests an unreachable robots.txt refuses.
         self.on_robots_decided: list[Callable[[str, RobotsEntry | None], None]] = []
         #: The gate's answer to "would a robots.txt request of this authority wait
-        #: for its unit (a hold, a Crawl-delay, a request of the unit on the wire)
-        #: longer than a page waits in the gate?": ``0`` if not, else for how many
+        #: for its unit (a hold after a 429/503, a Crawl-delay) longer than a page
+        #: waits in the gate?": ``0`` if not, else for how many
         #: seconds the robots middleware obeys the authority's expired copy before
         #: asking again, rather than send a request that would wait in Scrapy's
         #: downloader all that time (and hold a stop: Scrapy waits for it).

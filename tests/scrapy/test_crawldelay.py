@@ -352,3 +352,23 @@ async def test_a_host_without_a_floor_never_gets_more_requests_at_once_than_its_
     starts = sorted(hit.time for hit in site.hits if hit.path.startswith("/p/"))
     apart = [later - earlier for earlier, later in zip(starts, starts[per_host:], strict=False)]
     assert min(apart) >= 0.5
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_busy_hosts_expired_robots_txt_is_fetched_again_while_its_pages_flow(site):
+    """A host without a Crawl-delay, two of its pages always on the wire: its
+    robots.txt, expired (``RFC9309_CACHE_TTL = 0.5``), is fetched again, the pages
+    after it waiting for it.  Its expired copy is obeyed a while longer only while a
+    hold or a Crawl-delay would keep the request waiting: a request on the wire ends
+    without it (put off while the unit was busy, the file was never fetched again)."""
+    robots(site, b"User-agent: *\nAllow: /\n")
+    for number in range(16):
+        site.route(f"/p/{number}", body=b"page", delay=0.3)
+    await crawl(
+        pages(site, 16),
+        ADDONS={"scrapy_rfc9309.Addon": 500},
+        RFC9309_CACHE_TTL=0.5,
+        CONCURRENT_REQUESTS_PER_DOMAIN=2,
+    )
+    assert site.count("/robots.txt") >= 2, site.paths()
+    assert len([path for path in site.paths() if path.startswith("/p/")]) == 16

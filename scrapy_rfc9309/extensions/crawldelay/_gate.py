@@ -265,7 +265,13 @@ class CrawlDelayGate:
         the scheduler), and a stop would wait for it."""
         polite = self.politeness
         key = polite.unit_of_host(urlsplit(authority).hostname or "")
-        wait = polite.ready_at(key, authority) - polite.now()
+        now = polite.now()
+        wait = polite.ready_at(key, authority) - now
+        if wait == INFINITY:
+            # Until an end (a request of the unit on the wire, a robots.txt being
+            # read): it comes without this request, which goes first then (the
+            # file of a busy unit is fetched at its expiry), unless a hold lasts.
+            wait = polite.held_until(key) - now
         return 0.0 if wait <= MOST_WAIT else MOST_WAIT
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
