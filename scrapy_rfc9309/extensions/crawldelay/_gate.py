@@ -269,9 +269,10 @@ class CrawlDelayGate:
         wait = polite.ready_at(key, authority) - now
         if wait == INFINITY:
             # Until an end (a request of the unit on the wire, a robots.txt being
-            # read): it comes without this request, which goes first then (the
-            # file of a busy unit is fetched at its expiry), unless a hold lasts.
-            wait = polite.held_until(key) - now
+            # read), which comes without this request; then the unit's floor, or
+            # its hold if longer.  Without either, the request goes first then (a
+            # busy unit's file is fetched at its expiry).
+            wait = max(polite.held_until(key) - now, polite.floor(key))
         return 0.0 if wait <= MOST_WAIT else MOST_WAIT
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
