@@ -255,14 +255,14 @@ SCRAPYS_QUEUE_MODES = [mode for mode in MODES if mode.endswith("scrapys-queue")]
 def test_sigterm_is_prompt_while_a_page_is_on_the_wire_and_its_robots_txt_has_expired(
     site, tmp_path, mode
 ):
-    """The site's kept robots.txt (``Crawl-delay: 20``) expires 3.5 s in while its
+    """The site's kept robots.txt (``Crawl-delay: 20``) expires 4.5 s in while its
     first page is on the wire (8 s): with Scrapy's queue the second page, back from
     the gate after its 5 s, finds it expired.  A robots.txt request would wait for
     that page's end and then the 20 s, and a stop with it (before: 22 s after
     SIGTERM, with Scrapy's queue): the expired copy is obeyed meanwhile, and the
     stop is prompt."""
     site.route("/p/0", body=b"page", delay=8.0)
-    settings = settings_for(tmp_path, site, RFC9309_CACHE_TTL=3.5, **MODES[mode])
+    settings = settings_for(tmp_path, site, RFC9309_CACHE_TTL=4.5, **MODES[mode])
     took, stats = stop_while_waiting(site, settings, [f"{site.url}/p/0", f"{site.url}/p/1"], 6.0)
     assert took < PROMPT
     assert stats["finish_reason"] == "shutdown"
