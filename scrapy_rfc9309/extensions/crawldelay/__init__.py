@@ -353,7 +353,7 @@ class CrawlDelayThrottle:
         for authority, since in polite.reading_since().items():
             self._stall(authority, now - since, "its robots.txt to be read", self._stall_after)
         longest = self._stall_after + self._max_hold
-        for key, since in list(polite.waiting_since.items()):
+        for key, since in polite.waiting_since.items():
             self._stall(key, now - since, f"its turn ({polite.state(key)})", longest)
 
     def _stall(self, name: str, waited: float, waits_for: str, bound: float) -> None:

@@ -150,10 +150,8 @@ class Politeness:
         self._order = itertools.count()
         self._robots_waiting: dict[str, int] = {}  # robots.txt requests waiting to start
         self._waiters: dict[str, asyncio.Future[None]] = {}
-        #: Since when each unit's longest waiting request has waited in the gate for
-        #: its turn (see :meth:`waiting`).
-        self.waiting_since: dict[str, float] = {}
-        self._waits: dict[str, list[float]] = {}  # unit -> when each waiting one began
+        # Requests waiting in the gate for their turn: when each began, by unit.
+        self._waits: dict[str, list[float]] = {}
         #: The units each queue holds requests of (for the live view).
         self.queued_units: list[Callable[[], Iterable[str]]] = []
         #: Requests a queue handed out before their unit was ready, until they start
@@ -244,7 +242,7 @@ class Politeness:
 
     def units_with_work(self) -> set[str]:
         """The units with requests waiting here: in the queues, or in the gate."""
-        units = set(self.waiting_since)
+        units = set(self._waits)
         for queued in self.queued_units:
             units.update(queued())
         return units
@@ -293,15 +291,18 @@ class Politeness:
         began = self.now()
         waits = self._waits.setdefault(key, [])
         waits.append(began)
-        self.waiting_since[key] = waits[0]
         try:
             yield
         finally:
             waits.remove(began)
-            if waits:
-                self.waiting_since[key] = waits[0]
-            else:
-                del self._waits[key], self.waiting_since[key]
+            if not waits:
+                del self._waits[key]
+
+    @property
+    def waiting_since(self) -> dict[str, float]:
+        """Since when each unit's longest waiting request has waited in the gate for
+        its turn (see :meth:`waiting`)."""
+        return {key: waits[0] for key, waits in self._waits.items()}
 
     def started(self, key: str) -> None:
         self.ledger.started(key)
