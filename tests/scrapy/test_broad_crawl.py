@@ -160,9 +160,8 @@ async def test_no_host_without_a_floor_gets_more_requests_at_once_than_its_concu
     assert site.most_per_host <= 2
 
 
-@pytest.fixture
-def slow_down_site():
-    """Every host answers its first page request 429 with Retry-After: 1."""
+def answering_429_first(retry_after: int) -> BroadSite:
+    """Every host answers its first page request 429 with ``Retry-After``."""
     answered: set[str] = set()
 
     def respond_429_first(host, path, headers):
@@ -170,10 +169,27 @@ def slow_down_site():
             return 200, {}, b"User-agent: *\nAllow: /\n"
         if host not in answered:
             answered.add(host)
-            return 429, {"Retry-After": "1"}, b""
+            return 429, {"Retry-After": str(retry_after)}, b""
         return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
 
-    site = BroadSite(addresses(HOSTS, first=400), respond_429_first)
+    return BroadSite(addresses(HOSTS, first=400), respond_429_first)
+
+
+def quiet_after_429(site: BroadSite) -> list[float]:
+    """On each host's clock, the seconds from its first page request (answered 429)
+    to its next request of any kind, robots.txt included."""
+    quiet = []
+    for hits in site.arrivals.values():
+        hits = sorted(hits)
+        first_page = next(i for i, (_, path) in enumerate(hits) if path.startswith("/p/"))
+        if first_page + 1 < len(hits):
+            quiet.append(hits[first_page + 1][0] - hits[first_page][0])
+    return quiet
+
+
+@pytest.fixture
+def slow_down_site():
+    site = answering_429_first(1)
     yield site
     site.close()
 
@@ -212,17 +228,41 @@ async def test_no_host_that_answered_429_gets_a_request_before_its_retry_after(
         AUTOTHROTTLE_ENABLED=autothrottle,
         AUTOTHROTTLE_START_DELAY=0.2,
     )
-    quiet = []
-    for hits in site.arrivals.values():
-        hits = sorted(hits)
-        first_page = next(i for i, (_, path) in enumerate(hits) if path.startswith("/p/"))
-        if first_page + 1 < len(hits):
-            quiet.append(hits[first_page + 1][0] - hits[first_page][0])
+    quiet = quiet_after_429(site)
     assert len(quiet) == HOSTS
     short = sorted(gap for gap in quiet if gap < 1.0)
     assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 1 s of their 429"
     assert len(crawler.spider.seen) == HOSTS * PAGES  # every 429 retried after its hold
     assert crawler.stats.get_value("backoff/holds") == HOSTS
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_host_held_longer_than_a_page_waits_has_its_expired_robots_txt_fetched():
+    """Hundreds of hosts each ask for a 12-s pause, longer than a page waits in the
+    gate (5 s), and their robots.txt expires meanwhile (``RFC9309_CACHE_TTL = 2``),
+    with Scrapy's broad-crawl queue, which hands their pages out through the pause:
+    the expired copy is obeyed while a robots.txt request would wait for the hold
+    (a stop would wait with it), and on every host's clock nothing arrives,
+    robots.txt included, within 12 s of its 429; every page is fetched after."""
+    site = answering_429_first(12)
+    try:
+        urls = [site.url(host, f"/p/{number}") for host in site.hosts for number in range(PAGES)]
+        crawler = await broad_crawl(
+            urls,
+            "downloader-aware-queue",
+            RETRY_ENABLED=True,
+            CONCURRENT_REQUESTS_PER_DOMAIN=1,
+            RFC9309_CACHE_TTL=2,
+        )
+    finally:
+        site.close()
+    quiet = quiet_after_429(site)
+    assert len(quiet) == HOSTS
+    short = sorted(gap for gap in quiet if gap < 12.0)
+    assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 12 s of their 429"
+    assert len(crawler.spider.seen) == HOSTS * PAGES
+    # The pages in the downloader's places come back through the pause: their copy.
+    assert crawler.stats.get_value("rfc9309/expired_copy_obeyed", 0) > 0
 
 
 @pytest.mark.redis
