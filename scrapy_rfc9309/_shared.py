@@ -124,9 +124,10 @@ class Offers:
         #: The gate's answer to "would a robots.txt request of this authority wait
         #: for its unit (a hold after a 429/503, a Crawl-delay) longer than a page
         #: waits in the gate?": ``0`` if not, else for how many
-        #: seconds the robots middleware obeys the authority's expired copy before
-        #: asking again, rather than send a request that would wait in Scrapy's
-        #: downloader all that time (and hold a stop: Scrapy waits for it).
+        #: seconds the robots middleware obeys the authority's expired copy (with
+        #: none to obey, the page waits that long and goes back to the scheduler)
+        #: before asking again, rather than send a request that would wait in
+        #: Scrapy's downloader all that time (and hold a stop: Scrapy waits for it).
         self.robots_fetch_delay: Callable[[str], float] | None = None
         #: The scheduler's queue: returns once another start request is welcome
         #: (fewer units wait for their robots.txt read than it reads at once, and the

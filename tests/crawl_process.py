@@ -1,8 +1,9 @@
 """Run one crawl in this process, as a user's crawler process would:
 
-    python -m tests.crawl_process [--dedupe | --redis-spider] SETTINGS_JSON URL...
+    python -m tests.crawl_process [--dedupe | --follow | --redis-spider] SETTINGS_JSON URL...
 
-``--dedupe``: the URLs go through the dupefilter.  ``--redis-spider``: a scrapy-redis
+``--dedupe``: the URLs go through the dupefilter; ``--follow``: so do the links of
+the pages, which are followed.  ``--redis-spider``: a scrapy-redis
 ``RedisSpider`` that takes its start URLs from the Redis list ``pages:start_urls``
 (pushed by the caller once every process has added one to ``pages:ready`` as its
 spider opened, then ``pages:started`` set; no URL arguments), as a fleet's processes
@@ -31,13 +32,15 @@ from scrapy.utils.asyncio import call_later
 
 class Pages(scrapy.Spider):
     name = "pages"
+    follow = False
 
     async def start(self):
         for url in self.urls:
             yield scrapy.Request(url, dont_filter=not self.dedupe)
 
     def parse(self, response):
-        pass
+        if self.follow:
+            yield from response.follow_all(css="a")
 
 
 def redis_pages():
@@ -143,7 +146,8 @@ def main() -> None:
         process.crawl(crawler)
     else:
         crawler = process.create_crawler(Pages)
-        process.crawl(crawler, urls=urls, dedupe=mode == "--dedupe")
+        follow = mode == "--follow"
+        process.crawl(crawler, urls=urls, dedupe=mode == "--dedupe" or follow, follow=follow)
     process.start()
     stats = crawler.stats.get_stats()
     stats["test/twisted_reactor"] = "twisted.internet.reactor" in sys.modules

@@ -221,6 +221,31 @@ async def test_a_robots_txt_answered_429_is_fetched_again_after_its_retry_after(
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_page_whose_unread_robots_txt_its_held_unit_puts_off_goes_back_then_is_fetched(
+    site, other_site
+):
+    """A 429 with ``Retry-After: 12`` holds the unit 127.0.0.1; 1.5 s later comes a
+    page of another authority of it (another port), whose robots.txt was never read.
+    With Scrapy's queue, the page waits a few seconds, goes back to the scheduler
+    rather than have its robots.txt request wait in the downloader through the hold,
+    and once the hold ends, robots.txt is read and the page fetched: the crawl ends,
+    and the other authority saw nothing within the hold."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.route("/p/0", status=429, headers={"Retry-After": "12"})
+    crawler = await crawl(
+        [f"{site.url}/p/0", f"{other_site.url}/p/1"],
+        spider=TwoVisitsSpider,
+        spider_kwargs={"pause": 1.5},
+        SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue",
+        **{**BACKOFF, "RETRY_ENABLED": False},
+    )
+    assert other_site.paths() == ["/robots.txt", "/p/1"]
+    assert crawler.spider.seen == [f"{other_site.url}/p/1"]
+    assert other_site.hits[0].time - site.hits[-1].time >= 12
+    assert crawler.stats.get_value("rfc9309/handed_back") >= 1
+
+
+@pytest_twisted.ensureDeferred
 async def test_pages_of_a_site_whose_robots_txt_is_unreachable_do_not_wait_for_its_hold(site):
     """robots.txt answers 503 with Retry-After: 30: the host is held, and its pages
     are disallowed (RFC 9309 §2.3.1.3).  They are decided, and dropped, at once: they

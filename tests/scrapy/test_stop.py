@@ -26,6 +26,7 @@ import redis
 from scrapy_rfc9309.robots import SQLiteRobotsStore, StoredRobots
 from tests.helpers import WITHOUT_REACTOR
 from tests.processes import crawl_process
+from tests.server import Route
 
 CRAWL_DELAY = 20
 ROBOTS = f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n".encode()
@@ -78,18 +79,19 @@ def hold_elsewhere(url: str, floor: float, lease: float) -> None:
         assert thread.submit(asyncio.run, acquire()).result() == 0
 
 
-def start(settings, urls):
-    return crawl_process("--dedupe", json.dumps(settings), *urls)
+def start(settings, urls, mode="--dedupe"):
+    return crawl_process(mode, json.dumps(settings), *urls)
 
 
 def pages(site):
     return [path for path in site.paths() if path.startswith("/p/")]
 
 
-def stop_while_waiting(site, settings, urls, after=1.5):
-    """Start a crawl, SIGTERM it *after* seconds once the first page was fetched (the
-    second waits then); returns the seconds it took to exit, and its stats."""
-    crawl = start(settings, urls)
+def stop_while_waiting(site, settings, urls, after=1.5, mode="--dedupe"):
+    """Start a crawl (*mode*: see ``tests.crawl_process``), SIGTERM it *after* seconds
+    once the first page was fetched (the second waits then); returns the seconds it
+    took to exit, and its stats."""
+    crawl = start(settings, urls, mode)
     deadline = time.monotonic() + 60
     while not pages(site):
         assert crawl.poll() is None, crawl.communicate()[1][-3000:]
@@ -108,8 +110,8 @@ def stop_while_waiting(site, settings, urls, after=1.5):
     return took, json.loads(stdout.strip().splitlines()[-1])
 
 
-def resume(settings, urls):
-    crawl = start(settings, urls)
+def resume(settings, urls, mode="--dedupe"):
+    crawl = start(settings, urls, mode)
     try:
         stdout, stderr = crawl.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -244,6 +246,37 @@ def test_sigterm_is_prompt_while_a_host_is_held_and_its_robots_txt_has_expired(
     assert took < PROMPT
     assert stats["finish_reason"] == "shutdown"
     assert site.paths() == ["/robots.txt", "/p/0"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_sigterm_is_prompt_while_a_page_waits_for_a_robots_txt_its_held_unit_puts_off(
+    site, other_site, tmp_path, mode
+):
+    """A 429 with ``Retry-After: 600`` holds the unit 127.0.0.1; a link then found
+    leads to another authority of it (another port, as ``http://`` beside
+    ``https://``; or another host of a domain unit) whose robots.txt was never read,
+    so no copy may be obeyed meanwhile.  Its robots.txt request would wait in the
+    downloader for the hold, and a stop with it (before: still running 60 s after
+    SIGTERM, with Scrapy's queue): the page goes back to the scheduler instead, the
+    stop is prompt, and the resumed crawl (``JOBDIR``) fetches it."""
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/0", Route(status=429, headers={"Retry-After": "600"}, delay=1.0))
+    site.route("/links", body=f'<a href="{other_site.url}/p/1">1</a>'.encode(), delay=2.0)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "JOBDIR": str(tmp_path / "job"),
+        "LOG_LEVEL": "INFO",
+        **MODES[mode],
+    }
+    urls = [f"{site.url}/p/0", f"{site.url}/links"]
+    # The 429 comes 1 s after the first page is asked, the link 1 s later.
+    took, stats = stop_while_waiting(site, settings, urls, 4.0, "--follow")
+    assert took < PROMPT
+    assert stats["finish_reason"] == "shutdown"
+    assert other_site.paths() == []  # nothing during the hold
+    resume(settings, urls, "--follow")
+    assert other_site.paths() == ["/robots.txt", "/p/1"]
 
 
 #: The modes with Scrapy's queue, which hands a floored unit's second page out while

@@ -15,6 +15,7 @@ whole.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -148,21 +149,24 @@ class RobotsTxtMiddleware:
 
     # -- requests --------------------------------------------------------
 
-    async def process_request(self, request: Request, spider: Any = None) -> None:
+    async def process_request(self, request: Request, spider: Any = None) -> Request | None:
         if request.meta.get(META_ROBOTS) or request.url.startswith(("data:", "file:")):
-            return
+            return None
         excluded_by = self.config.excluded(request.url)
         if excluded_by is not None:  # the operator's deny list always wins
             self.stats.inc_value("rfc9309/excluded")
             logger.debug("Excluded by RFC9309_EXCLUDE_PATHS %r: %s", excluded_by, request)
             raise IgnoreRequest(f"Excluded by RFC9309_EXCLUDE_PATHS entry {excluded_by!r}")
         if request.meta.get("dont_obey_robotstxt") or not has_robots_txt(request):
-            return  # robots.txt is fetched over http(s) only: ftp:, s3: ... pass
+            return None  # robots.txt is fetched over http(s) only: ftp:, s3: ... pass
         authority = authority_of(request)
         if self._offers.budget_refusal is not None and self._must_fetch(authority):
             refused = await self._offers.budget_refusal(request)
             if refused is not None:  # no page may go: its robots.txt is not worth a request
                 raise IgnoreRequest(refused)
+        if await self._fetch_put_off(authority):
+            self.stats.inc_value("rfc9309/handed_back")
+            return request.replace(dont_filter=True)  # to the scheduler, for later
         entry = await self.entry(authority, request)
         token = crawler_token(self.config.user_agent, request, self._default_user_agent)
         verdict = entry.check(request.url, token)
@@ -183,6 +187,7 @@ class RobotsTxtMiddleware:
             request.meta[META_DELAY] = delay
         if entry.robots is not None:
             self._preferences(authority, entry, request, token)
+        return None
 
     def _preferences(
         self, authority: str, entry: RobotsEntry, request: Request, token: str
@@ -322,6 +327,32 @@ class RobotsTxtMiddleware:
         self._decided(authority, entry)
         return entry
 
+    def _fetch_delay(self, authority: str) -> float:
+        """How long a robots.txt request of *authority* is put off (see
+        ``Offers.robots_fetch_delay``): 0 unless it would wait long for its unit."""
+        delay = self._offers.robots_fetch_delay
+        return delay(authority) if delay is not None else 0.0
+
+    async def _fetch_put_off(self, authority: str) -> bool:
+        """Whether a page of *authority* goes back to the scheduler, its robots.txt
+        not at hand: a fetch would start, no copy may be obeyed meanwhile (none is
+        kept, or the kept one refuses everything), and the robots.txt request would
+        wait long for its unit (held after a 429/503 on another authority of it, as
+        ``http://`` beside ``https://``, or another host of a domain unit).  Sent,
+        that request would wait in Scrapy's downloader all that time, and a stop
+        with it; the page waits here as long as a page may wait in the gate, then
+        goes back, as one the gate hands back."""
+        if not self._must_fetch(authority):
+            return False
+        cached = self._cache.get(authority)
+        if cached is not None and not cached.refuses_all:
+            return False  # obeyed meanwhile (see _postponed)
+        seconds = self._fetch_delay(authority)
+        if not seconds:
+            return False
+        await asyncio.sleep(seconds)
+        return True
+
     def _postponed(self, authority: str, expired: RobotsEntry) -> RobotsEntry | None:
         """*expired* made fresh for a while, if a robots.txt request of *authority*
         would now wait long for its unit (a hold after a 429/503, a long Crawl-delay):
@@ -329,8 +360,7 @@ class RobotsTxtMiddleware:
         expiry while the file cannot be fetched (RFC 9309 §2.4).  Its pages then wait
         in the gate, which hands them back to the scheduler after a few seconds, so
         that a stop is as prompt for them as for any page."""
-        delay = self._offers.robots_fetch_delay
-        seconds = delay(authority) if delay is not None else 0.0
+        seconds = self._fetch_delay(authority)
         if not seconds:
             return None
         entry = dataclasses.replace(expired, expires_at=monotonic() + seconds)

@@ -26,8 +26,8 @@ What waits, and where:
   requests out beyond its concurrency;
 * robots.txt fetches wait here: they come from the robots middleware, not the
   scheduler.  An expired robots.txt whose request would wait longer than a page may
-  is not fetched yet: the robots middleware obeys the expired copy meanwhile
-  (:meth:`CrawlDelayGate._robots_fetch_delay`).
+  is not fetched yet: the robots middleware obeys the expired copy meanwhile, or,
+  with none to obey, hands the page back (:meth:`CrawlDelayGate._robots_fetch_delay`).
 
 Ends are seen in four public places, whichever comes first: Scrapy's
 ``response_downloaded`` and ``request_left_downloader`` signals (the download
@@ -260,7 +260,8 @@ class CrawlDelayGate:
     def _robots_fetch_delay(self, authority: str) -> float:
         """0 if a robots.txt request of *authority* would wait here no longer than a
         page may (:data:`MOST_WAIT`), else :data:`MOST_WAIT`: the robots middleware
-        obeys the authority's expired copy that long, then asks again.  Such a
+        obeys the authority's expired copy that long (with none, the page waits that
+        long and goes back to the scheduler), then asks again.  Such a
         request could not be handed back (it comes from the robots middleware, not
         the scheduler), and a stop would wait for it."""
         polite = self.politeness
