@@ -31,10 +31,10 @@ demo: $(VENV)/.installed
 # or two at a time, in the suite's order (tests/conftest.py: the tests that mostly
 # wait spread among those that use the CPU).  Twelve workers on two cores: many
 # tests wait on a site or a crawl's idle close, not on the CPU (crawler processes
-# are forked, tests/processes.py).  In one session, 98-106 s in 4 runs (102 s mean)
-# with 12 workers, 101 s twice with 14; 107-110 s in 5 runs with the order before
-# (the waiting tests first).  The quick loop's tests use the CPU throughout, and
-# run best with 4 (11-18 s; 20 s with 6).
+# are forked, tests/processes.py).  In one session (926 tests), 112-121 s in 5
+# runs with 12 workers, 114 s with 16, 123 s with 10, 139 s with 8; 12 s of each
+# run start the workers (each collects the suite).  The quick loop's tests use the
+# CPU throughout, and run best with 4 (13 s; 20 s with 6).
 XDIST := -n 12 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
 
