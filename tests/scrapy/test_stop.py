@@ -259,15 +259,37 @@ def test_sigterm_is_prompt_while_a_page_waits_for_a_robots_txt_its_held_unit_put
     downloader for the hold, and a stop with it (before: still running 60 s after
     SIGTERM, with Scrapy's queue): the page goes back to the scheduler instead, the
     stop is prompt, and the resumed crawl (``JOBDIR``) fetches it."""
+    settings = {"JOBDIR": str(tmp_path / "job"), **MODES[mode]}
+    stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, settings)
+
+
+def test_sigterm_is_prompt_while_a_page_waits_for_a_robots_txt_its_held_unit_puts_off_redis(
+    site, other_site, redis_server
+):
+    """The same with scrapy-redis's queue (each process holding its own units,
+    ``FLEET_REDIS_URL = False``): the page goes back to Redis, which keeps it for
+    the next crawl."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/8"
+    redis.Redis.from_url(url).flushdb()
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": True,
+        "REDIS_URL": url,
+        **REDIS_QUEUES["scrapy-redis-queue"],
+    }
+    stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, settings)
+
+
+def stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, settings):
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     site.answer_first("/p/0", Route(status=429, headers={"Retry-After": "600"}, delay=1.0))
     site.route("/links", body=f'<a href="{other_site.url}/p/1">1</a>'.encode(), delay=2.0)
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
         "ROBOTSTXT_OBEY": True,
-        "JOBDIR": str(tmp_path / "job"),
         "LOG_LEVEL": "INFO",
-        **MODES[mode],
+        **settings,
     }
     urls = [f"{site.url}/p/0", f"{site.url}/links"]
     # The 429 comes 1 s after the first page is asked, the link 1 s later.
