@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as BuiltinRobotsTxtMiddleware
+from scrapy.utils.misc import load_object
 
 from ._redis import redacted_url
 from ._settings import (
@@ -26,6 +27,7 @@ from .downloadermiddlewares.robotstxt import (
     RobotsTxtMiddleware,
 )
 from .extensions.crawldelay import CrawlDelayGate, CrawlDelayThrottle
+from .pqueues import HostReadyPriorityQueue
 from .spidermiddlewares.pagedirectives import PageDirectivesMiddleware
 from .spidermiddlewares.startpace import StartPaceMiddleware
 
@@ -96,6 +98,7 @@ class Addon:
         settings.set("BACKOFF_ENABLED", True, priority="addon")
         if flag(settings, "CRAWLDELAY_ENABLED"):
             settings.set("SCHEDULER_PRIORITY_QUEUE", HOST_READY_QUEUE, priority="addon")
+            self._say_the_projects_queue_is_kept(settings)
         self._share_with_scrapy_redis(settings)
         for mistake in mistakes(settings):
             logger.warning("scrapy_rfc9309: %s", mistake)
@@ -104,6 +107,28 @@ class Addon:
                 "scrapy_rfc9309: ROBOTSTXT_OBEY is False (%s): robots.txt is not obeyed",
                 source(settings, "ROBOTSTXT_OBEY"),
             )
+
+    @staticmethod
+    def _say_the_projects_queue_is_kept(settings: BaseSettings) -> None:
+        """The project's own ``SCHEDULER_PRIORITY_QUEUE`` is kept: say, at INFO, what it
+        costs (Scrapy's queues hand out pages whose unit is not ready)."""
+        queue = settings.get("SCHEDULER_PRIORITY_QUEUE")
+        if scrapy_redis_url(settings) is not None:
+            return  # scrapy-redis's scheduler has queues of its own
+        try:
+            if load_object(queue) is HostReadyPriorityQueue:
+                return
+        except (ImportError, NameError, ValueError):  # Scrapy says so as it loads it
+            return
+        logger.info(
+            "scrapy_rfc9309: SCHEDULER_PRIORITY_QUEUE = %r (%s) is kept: it hands out pages "
+            "whose host is not ready (a Crawl-delay, a hold after a 429/503), and each "
+            "waits up to 5 s at a time in the downloader, taking one of "
+            "CONCURRENT_REQUESTS; %s keeps them in the scheduler until their host is ready",
+            queue,
+            source(settings, "SCHEDULER_PRIORITY_QUEUE"),
+            HOST_READY_QUEUE,
+        )
 
     @staticmethod
     def _share_with_scrapy_redis(settings: BaseSettings) -> None:

@@ -109,6 +109,32 @@ def test_addon_enables_the_crawl_delay_throttle_unless_the_user_turned_it_off():
         assert settings.getbool("CRAWLDELAY_ENABLED") is enabled
 
 
+@pytest.mark.parametrize(
+    ("queue", "said"),
+    [
+        (None, False),
+        ("scrapy_rfc9309.pqueues.HostReadyPriorityQueue", False),
+        ("scrapy.pqueues.DownloaderAwarePriorityQueue", True),
+        ("scrapy.pqueues.ScrapyPriorityQueue", True),
+    ],
+)
+def test_the_addon_says_what_a_projects_own_priority_queue_costs(caplog, queue, said):
+    """Scrapy's queues hand out pages whose unit is not ready: they wait in the
+    downloader, taking places of CONCURRENT_REQUESTS (docs/throttle.md); the
+    add-on keeps the project's choice, and says so at INFO."""
+    settings = Settings({"SCHEDULER_PRIORITY_QUEUE": queue} if queue else {})
+    with caplog.at_level("INFO", logger="scrapy_rfc9309.addon"):
+        Addon().update_settings(settings)
+    kept = [record for record in caplog.records if "is kept" in record.getMessage()]
+    assert settings["SCHEDULER_PRIORITY_QUEUE"] == (
+        queue or "scrapy_rfc9309.pqueues.HostReadyPriorityQueue"
+    )
+    assert bool(kept) is said
+    if said:
+        assert kept[0].levelname == "INFO"
+        assert queue in kept[0].getMessage() and "CONCURRENT_REQUESTS" in kept[0].getMessage()
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_bad_crawl_delay_cap_stops_the_crawl_at_start_up_naming_it(site):
     with pytest.raises(SettingError, match="CRAWLDELAY_MAX_DELAY"):
