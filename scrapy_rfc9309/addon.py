@@ -116,9 +116,10 @@ class Addon:
         if scrapy_redis_url(settings) is not None:
             return  # scrapy-redis's scheduler has queues of its own
         try:
-            if load_object(queue) is HostReadyPriorityQueue:
-                return
+            loaded = load_object(queue)
         except (ImportError, NameError, ValueError):  # Scrapy says so as it loads it
+            return
+        if isinstance(loaded, type) and issubclass(loaded, HostReadyPriorityQueue):
             return
         logger.info(
             "scrapy_rfc9309: SCHEDULER_PRIORITY_QUEUE = %r (%s) is kept: it hands out pages "
