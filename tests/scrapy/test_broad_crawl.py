@@ -265,6 +265,64 @@ async def test_no_host_held_longer_than_a_page_waits_has_its_expired_robots_txt_
     assert crawler.stats.get_value("rfc9309/expired_copy_obeyed", 0) > 0
 
 
+class FollowingSpider(ListSpider):
+    """Follows the links of the pages it gets."""
+
+    name = "following"
+
+    def parse(self, response):
+        self.seen.append(response.url)
+        yield from response.follow_all(css="a", callback=self.parse)
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_held_host_gets_a_request_of_a_port_whose_robots_txt_it_never_read():
+    """Hundreds of hosts each ask for a 12-s pause (a 429 on one port); a page of
+    each, answered 2 s later, links to another port of the same host, whose
+    robots.txt was never read, so no copy may be obeyed meanwhile.  With Scrapy's
+    broad-crawl queue, that page goes back to the scheduler while its robots.txt
+    request would wait for the hold (a stop would wait with it): on every host's
+    clock, nothing reaches the other port, robots.txt included, within 12 s of the
+    429, and every page of it is fetched after."""
+    other = BroadSite(addresses(HOSTS, first=400), robots_and_pages("User-agent: *\n"))
+    answered: set[str] = set()
+
+    def respond(host, path, headers):
+        if path == "/robots.txt":
+            return 200, {}, b"User-agent: *\nAllow: /\n"
+        if path == "/links":
+            link = other.url(host, "/q")
+            return 200, {"Content-Type": "text/html"}, f'<a href="{link}">q</a>'.encode()
+        if host not in answered:
+            answered.add(host)
+            return 429, {"Retry-After": "12"}, b""
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    held = BroadSite(other.hosts, respond, page_time=lambda host, path: 2.0 * (path == "/links"))
+    try:
+        urls = [held.url(host, path) for host in held.hosts for path in ("/links", "/p/0")]
+        crawler = await broad_crawl(
+            urls,
+            "downloader-aware-queue",
+            spider=FollowingSpider,
+            RETRY_ENABLED=True,
+            CONCURRENT_REQUESTS=2 * HOSTS,
+        )
+    finally:
+        held.close()
+        other.close()
+    short = []
+    for host in held.hosts:
+        answered_429 = min(when for when, path in held.arrivals[host] if path == "/p/0")
+        first_other = min(when for when, _ in other.arrivals[host])
+        if first_other - answered_429 < 12.0:
+            short.append(first_other - answered_429)
+    assert short == [], f"{len(short)} of {HOSTS} hosts' other port reached within 12 s"
+    assert all(path == "/robots.txt" for path in (hits[0][1] for hits in other.arrivals.values()))
+    assert sum(url.endswith("/q") for url in crawler.spider.seen) == HOSTS
+    assert crawler.stats.get_value("rfc9309/handed_back", 0) > 0
+
+
 @pytest.mark.redis
 @pytest_twisted.ensureDeferred
 async def test_two_crawls_of_one_process_sharing_a_fleet_redis_keep_every_hosts_crawl_delay(
