@@ -278,47 +278,43 @@ class FollowingSpider(ListSpider):
 @pytest_twisted.ensureDeferred
 async def test_no_held_host_gets_a_request_of_a_port_whose_robots_txt_it_never_read():
     """Hundreds of hosts each ask for a 12-s pause (a 429 on one port); a page of
-    each, answered 2 s later, links to another port of the same host, whose
+    another site, answered 2 s later, links to another port of each, whose
     robots.txt was never read, so no copy may be obeyed meanwhile.  With Scrapy's
     broad-crawl queue, that page goes back to the scheduler while its robots.txt
     request would wait for the hold (a stop would wait with it): on every host's
-    clock, nothing reaches the other port, robots.txt included, within 12 s of the
-    429, and every page of it is fetched after."""
-    other = BroadSite(addresses(HOSTS, first=400), robots_and_pages("User-agent: *\n"))
-    answered: set[str] = set()
+    clock, nothing arrives at either port, robots.txt included, within 12 s of its
+    429, and every page of the other port is fetched after.  One request at a time
+    per host, so that each request after the 429 was sent after its answer."""
+    site = answering_429_first(12)
+    other = BroadSite(site.hosts, robots_and_pages("User-agent: *\n"))
 
-    def respond(host, path, headers):
+    def links(host, path, headers):
         if path == "/robots.txt":
-            return 200, {}, b"User-agent: *\nAllow: /\n"
-        if path == "/links":
-            link = other.url(host, "/q")
-            return 200, {"Content-Type": "text/html"}, f'<a href="{link}">q</a>'.encode()
-        if host not in answered:
-            answered.add(host)
-            return 429, {"Retry-After": "12"}, b""
-        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+            return 200, {}, b"User-agent: *\n"
+        link = other.url(site.hosts[int(path.rsplit("/", 1)[1])], "/q")
+        return 200, {"Content-Type": "text/html"}, f'<a href="{link}">q</a>'.encode()
 
-    held = BroadSite(other.hosts, respond, page_time=lambda host, path: 2.0 * (path == "/links"))
+    hubs = BroadSite(addresses(HOSTS, first=700), links, page_time=2.0)
     try:
-        urls = [held.url(host, path) for host in held.hosts for path in ("/links", "/p/0")]
+        urls = [site.url(host, "/p/0") for host in site.hosts]
+        urls += [hubs.url(hub, f"/links/{n}") for n, hub in enumerate(hubs.hosts)]
         crawler = await broad_crawl(
             urls,
             "downloader-aware-queue",
             spider=FollowingSpider,
             RETRY_ENABLED=True,
             CONCURRENT_REQUESTS=2 * HOSTS,
+            CONCURRENT_REQUESTS_PER_DOMAIN=1,
         )
     finally:
-        held.close()
-        other.close()
-    short = []
-    for host in held.hosts:
-        answered_429 = min(when for when, path in held.arrivals[host] if path == "/p/0")
-        first_other = min(when for when, _ in other.arrivals[host])
-        if first_other - answered_429 < 12.0:
-            short.append(first_other - answered_429)
-    assert short == [], f"{len(short)} of {HOSTS} hosts' other port reached within 12 s"
-    assert all(path == "/robots.txt" for path in (hits[0][1] for hits in other.arrivals.values()))
+        for each in (site, other, hubs):
+            each.close()
+    for host in site.hosts:  # both ports, on the host's clock
+        site.arrivals[host] += [(when, f"other port {path}") for when, path in other.arrivals[host]]
+    quiet = quiet_after_429(site)
+    assert len(quiet) == HOSTS
+    short = sorted(gap for gap in quiet if gap < 12.0)
+    assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 12 s of their 429"
     assert sum(url.endswith("/q") for url in crawler.spider.seen) == HOSTS
     assert crawler.stats.get_value("rfc9309/handed_back", 0) > 0
 
