@@ -316,8 +316,10 @@ class HostReadyPriorityQueue:
         self._offers.robots_read_ahead(head, partial(self._read, unit))
 
     def _read(self, unit: str) -> None:
-        """*unit*'s robots.txt read ahead is decided: it goes back in the heap, and the
-        units waiting for a read start theirs, one for each place free."""
+        """*unit*'s robots.txt read ahead is decided: it goes back in the heap, with
+        the units waiting for a read, one for each place free, in their order: the
+        next look starts their reads as they are ready (a unit held meanwhile waits
+        for its hold in the heap, not in the gate)."""
         self._reading.discard(unit)
         now = self.politeness.now()
         self._schedule(unit, now)
@@ -325,14 +327,10 @@ class HostReadyPriorityQueue:
         if refusal is not None and head is not None and self.politeness.ready_at(unit) > now:
             # It waits for its floor: a request its budget will drop waits for nothing.
             deferred_from_coro(self._ask_budget(refusal, head))
-        while self._unread and len(self._reading) < self._most_early:
-            waiting = next(iter(self._unread))
+        free = self._most_early - len(self._reading)
+        for waiting in list(itertools.islice(self._unread, max(free, 0))):
             del self._unread[waiting]
-            head = self._unread_head(waiting)
-            if head is None:  # read meanwhile, or nothing left to read for
-                self._schedule(waiting, now)
-            else:
-                self._start_read(waiting, head)
+            self._schedule(waiting, now)
         self._waker.wake_in(0.0)
 
     async def _ask_budget(self, refusal: BudgetRefusal, request: Request) -> None:
