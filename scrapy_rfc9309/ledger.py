@@ -72,15 +72,22 @@ class LocalLedger(Ledger):
         self._holds: dict[str, float] = {}
 
     def ready_at(
-        self, unit: str, floor: float, held_until: float = 0.0, concurrency: int = 1
+        self,
+        unit: str,
+        floor: float,
+        held_until: float = 0.0,
+        concurrency: int = 1,
+        ends_now: bool = False,
     ) -> float:
         """The earliest time *unit* may start a request (``inf``: when one in
-        progress ends), if its floor is *floor* and it is held until *held_until*:
-        with a floor, one request at a time, end to start; without one, up to
-        *concurrency* at a time."""
-        if self.full(unit, floor, concurrency):
-            return INFINITY
+        progress ends; with *ends_now*, as if they all ended now), if its floor is
+        *floor* and it is held until *held_until*: with a floor, one request at a
+        time, end to start; without one, up to *concurrency* at a time."""
         last = self._last_end.get(unit)
+        if self.full(unit, floor, concurrency):
+            if not ends_now:
+                return INFINITY
+            last = self.now()
         return max(held_until, last + floor if last is not None and floor else 0.0)
 
     def full(self, unit: str, floor: float, concurrency: int = 1) -> bool:

@@ -78,10 +78,24 @@ def test_a_floored_unit_in_progress_then_spaced_then_ready():
     polite = politeness(floor=2.0)
     polite.started("a.com")
     assert polite.ready_at("a.com") == INFINITY
+    assert polite.ready_at("a.com", ends_now=True) == 102.0  # what it waits for besides
     assert polite.state("a.com") == "in progress"
     polite.ended("a.com")  # at 100.0
     assert polite.ready_at("a.com") == 102.0
     assert polite.state("a.com") == "spaced"
+
+
+def test_what_a_unit_waits_for_besides_events_is_its_floor_after_them_or_its_hold():
+    """What the robots middleware asks before a fetch (a request waiting more than a
+    page may is not sent): the time, not the events, which come without it."""
+    polite = politeness(floor=2.0)
+    polite.started("a.com")
+    polite.deciding("a.com", A, redirected=False)  # the file came at 100.0
+    polite.ended("a.com")
+    assert polite.ready_at("a.com", robots="https://a.com") == INFINITY
+    assert polite.ready_at("a.com", robots="https://a.com", ends_now=True) == 102.0
+    polite.limits.held_until = lambda key: 130.0  # type: ignore[method-assign]
+    assert polite.ready_at("a.com", robots="https://a.com", ends_now=True) == 130.0
 
 
 def test_a_unit_without_a_floor_at_its_concurrency_is_in_progress_until_one_ends():

@@ -261,19 +261,14 @@ class CrawlDelayGate:
         """0 if a robots.txt request of *authority* would wait here no longer than a
         page may (:data:`MOST_WAIT`), else :data:`MOST_WAIT`: the robots middleware
         obeys the authority's expired copy that long (with none, the page waits that
-        long and goes back to the scheduler), then asks again.  Such a
-        request could not be handed back (it comes from the robots middleware, not
-        the scheduler), and a stop would wait for it."""
+        long and goes back to the scheduler), then asks again.  Such a request could
+        not be handed back (it comes from the robots middleware, not the
+        scheduler), and a stop would wait for it.  What it would wait for an end
+        (a request of the unit on the wire, a robots.txt being read) is not
+        counted: that end comes without it."""
         polite = self.politeness
         key = polite.unit_of_host(urlsplit(authority).hostname or "")
-        now = polite.now()
-        wait = polite.ready_at(key, authority) - now
-        if wait == INFINITY:
-            # Until an end (a request of the unit on the wire, a robots.txt being
-            # read), which comes without this request; then the unit's floor, or
-            # its hold if longer.  Without either, the request goes first then (a
-            # busy unit's file is fetched at its expiry).
-            wait = max(polite.held_until(key) - now, polite.floor(key))
+        wait = polite.ready_at(key, authority, ends_now=True) - polite.now()
         return 0.0 if wait <= MOST_WAIT else MOST_WAIT
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:

@@ -186,19 +186,22 @@ class Politeness:
 
     # -- readiness ---------------------------------------------------------
 
-    def ready_at(self, key: str, robots: str | None = None) -> float:
+    def ready_at(self, key: str, robots: str | None = None, ends_now: bool = False) -> float:
         """The earliest time unit *key* may start a request: ``inf`` until an event
         (a response ends, a robots.txt being read is decided); see the module's
         table.  *robots*: the authority whose robots.txt the request fetches (a hop
-        of its redirects included)."""
+        of its redirects included).  *ends_now*: as if those events came now."""
         if robots is None:
-            if self._reading_in.get(key) or self._robots_waiting.get(key):
-                return INFINITY
-        elif self._reads_before(key, robots):
+            waits = bool(self._reading_in.get(key) or self._robots_waiting.get(key))
+        else:
+            waits = self._reads_before(key, robots)
+        if waits and not ends_now:
             return INFINITY
         # A robots.txt request starts alone: the file may give the unit a floor.
         concurrency = self.concurrency(key) if robots is None else 1
-        return self.ledger.ready_at(key, self.floor(key), self.held_until(key), concurrency)
+        return self.ledger.ready_at(
+            key, self.floor(key), self.held_until(key), concurrency, ends_now
+        )
 
     def full(self, key: str) -> bool:
         """Whether unit *key*, without a floor, has as many requests in progress as its
