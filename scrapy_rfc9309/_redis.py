@@ -15,7 +15,7 @@ import asyncio
 import inspect
 import ssl
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -27,6 +27,20 @@ class RedisReplyError(Exception):
 
 class RedisConnectionError(Exception):
     """Connecting failed, the connection was lost, or a reply was later than the timeout."""
+
+
+#: What this package's client raises when Redis cannot serve a call: it cannot be
+#: reached, does not answer, or refuses the call (out of memory, a read-only
+#: replica, writes stopped after a failed save).
+CLIENT_ERRORS = (RedisConnectionError, RedisReplyError)
+
+
+def redis_errors() -> tuple[type[Exception], ...]:
+    """The same for a call through redis-py (any of its errors) or this package's
+    client (needs redis-py)."""
+    import redis
+
+    return (redis.RedisError, OSError, *CLIENT_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,16 @@ class PipelinedRedis:
         if protocol is None or not protocol.open:
             protocol = await self._connected()
         return await protocol.send(args)
+
+    async def run_script(self, source: str, sha: str, keys: Sequence[str], *args: Any) -> Any:
+        """Run the Lua *source* (whose SHA-1 is *sha*) on *keys* and *args*: by its
+        SHA, and by its source when the server lacks it (which loads it)."""
+        try:
+            return await self.call("EVALSHA", sha, len(keys), *keys, *args)
+        except RedisReplyError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+            return await self.call("EVAL", source, len(keys), *keys, *args)
 
     def close(self) -> None:
         """Drop the connection, and any being made (a later call connects again)."""

@@ -22,10 +22,10 @@ import logging
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-import redis.exceptions
 from scrapy import signals
 from scrapy_redis.dupefilter import RFPDupeFilter
 
+from ._redis import redis_errors
 from .fleet.health import RETRY_AFTER
 
 if TYPE_CHECKING:
@@ -39,11 +39,10 @@ logger = logging.getLogger(__name__)
 #: While Redis cannot be reached, it is asked again at most this often (seconds): as
 #: the fleet's other calls, after the same pause.
 RETRY = RETRY_AFTER
-#: Redis cannot check a request: it cannot be reached, does not answer, or refuses
-#: the call (out of memory, a read-only replica, writes stopped after a failed save).
-#: Raised, the error would be lost with the request, and end one of Scrapy's tasks
-#: for the page's output (see the add-on's start-up WARNING on scrapy-redis's).
-REDIS_AWAY = (redis.exceptions.RedisError,)
+#: Redis cannot check a request (see :func:`redis_errors`).  Raised, the error
+#: would be lost with the request, and end one of Scrapy's tasks for the page's
+#: output (see the add-on's start-up WARNING on scrapy-redis's).
+REDIS_AWAY = redis_errors()
 
 
 class RedisDupeFilter(RFPDupeFilter):  # type: ignore[misc]

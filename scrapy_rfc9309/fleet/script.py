@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from .._redis import PipelinedRedis, RedisReplyError
+from .._redis import PipelinedRedis
 
 #: The script's source, and its SHA-1 as Redis names it.
 SOURCE = resources.files(__package__).joinpath("ledger.lua").read_text(encoding="utf-8")
@@ -26,9 +26,4 @@ async def ledger_call(
     client: PipelinedRedis, function: str, keys: Sequence[str], *args: bytes | str | int
 ) -> Any:
     """Run the ledger's *function* on *keys* and *args*; its reply."""
-    try:
-        return await client.call("EVALSHA", SHA, len(keys), *keys, function, *args)
-    except RedisReplyError as exc:
-        if not str(exc).startswith("NOSCRIPT"):
-            raise
-        return await client.call("EVAL", SOURCE, len(keys), *keys, function, *args)
+    return await client.run_script(SOURCE, SHA, keys, function, *args)

@@ -7,13 +7,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..._redis import (
-    PipelinedRedis,
-    RedisConnectionError,
-    RedisReplyError,
-    address_from_url,
-    redacted_url,
-)
+from ..._redis import PipelinedRedis, address_from_url, redacted_url, redis_errors
 from ._base import KEEP_DAYS, BudgetStorage, Reservation, StorageError, Usage
 
 logger = logging.getLogger(__name__)
@@ -77,12 +71,7 @@ class RedisStorage(BudgetStorage):
             raise StorageError(
                 "RedisStorage needs the redis package: pip install 'scrapy-rfc9309[redis]'"
             ) from exc
-        self._errors: tuple[type[BaseException], ...] = (
-            redis.RedisError,
-            OSError,
-            RedisConnectionError,
-            RedisReplyError,
-        )
+        self._errors = redis_errors()
         self.prefix = prefix
         self.ttl = ttl_days * 86400
         try:
@@ -123,15 +112,9 @@ class RedisStorage(BudgetStorage):
     async def _run_async(self, source: str, day: str, key: str, *args: Any) -> int:
         if self._pipe is None:
             return await asyncio.to_thread(self._run, source, day, key, *args)
-        script_args = (1, self._key(day, key), *args)
+        sha, keys = self._scripts[source].sha, [self._key(day, key)]
         try:
-            try:
-                reply = await self._pipe.call("EVALSHA", self._scripts[source].sha, *script_args)
-            except RedisReplyError as exc:
-                if not str(exc).startswith("NOSCRIPT"):
-                    raise
-                reply = await self._pipe.call("EVAL", source, *script_args)  # loads it
-            return int(reply)
+            return int(await self._pipe.run_script(source, sha, keys, *args))
         except self._errors as exc:
             raise StorageError(f"Redis budget storage: {exc}") from exc
 

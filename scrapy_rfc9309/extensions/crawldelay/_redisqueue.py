@@ -64,13 +64,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import request_from_dict
 
-from ..._redis import (
-    PipelinedRedis,
-    RedisAddress,
-    RedisConnectionError,
-    RedisReplyError,
-    tls_context,
-)
+from ..._redis import CLIENT_ERRORS, PipelinedRedis, RedisAddress, redis_errors, tls_context
 from ..._settings import LEASE_MARGIN, SettingError, data_file, fleet_url, scrapy_redis_url
 from ..._shared import offers
 from ...fleet.health import FleetHealth, fleet_health
@@ -86,18 +80,13 @@ if TYPE_CHECKING:
 
     from ...robots import RobotsEntry
 
-#: What this package's client raises when Redis cannot serve a call: it cannot be
-#: reached, does not answer, or refuses the call (out of memory, a read-only
-#: replica, writes stopped after a failed save).
-ASYNC_AWAY = (RedisConnectionError, RedisReplyError)
-#: The same, for a call through redis-py (any of its errors) or this package's client:
-#: Redis is away then (a pop that raised would come out of Scrapy's engine at each look).
-REDIS_AWAY: tuple[type[Exception], ...] = (OSError, *ASYNC_AWAY)
+#: Redis is away when a call raises these (a pop that raised would come out of
+#: Scrapy's engine at each look); :data:`CLIENT_ERRORS` for this package's client.
+REDIS_AWAY: tuple[type[Exception], ...] = (OSError, *CLIENT_ERRORS)
 try:
-    import redis.exceptions
     from scrapy_redis.queue import Base
 
-    REDIS_AWAY = (redis.exceptions.RedisError, *ASYNC_AWAY)
+    REDIS_AWAY = redis_errors()
 except ImportError:  # pragma: no cover - scrapy-redis is the user's dependency
     Base = object
 
@@ -373,7 +362,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
     async def _pushed(self, request: Request, args: list[Any]) -> None:
         try:
             await self._call_async(self._client, "push", args)
-        except ASYNC_AWAY as exc:
+        except CLIENT_ERRORS as exc:
             self._kept.append(request)
             self._unreachable(exc)
             return
@@ -526,7 +515,7 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
                     if self.politeness.now() - self._called_at >= LISTEN:
                         await self._call_async(client, "join", [])
                     woken = await client.call("BLPOP", self._wake_key, LISTEN)
-                except ASYNC_AWAY as exc:
+                except CLIENT_ERRORS as exc:
                     self._listening = False
                     self._unreachable(exc)
                     await asyncio.sleep(LISTEN)
@@ -544,8 +533,8 @@ class HostReadyRedisQueue(Base):  # type: ignore[misc]
 
     def _failed(self, exc: Exception, doing: str) -> None:
         """A background call failed *doing* something: Redis cannot serve it (see
-        :data:`ASYNC_AWAY`), or (said once) something else went wrong."""
-        if isinstance(exc, ASYNC_AWAY):
+        :data:`CLIENT_ERRORS`), or (said once) something else went wrong."""
+        if isinstance(exc, CLIENT_ERRORS):
             self._unreachable(exc)
         else:
             self._say_once(f"The shared queue could not {doing} ({exc})")
