@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._redis import CLIENT_ERRORS
 from . import FleetRedisError, authority_key, fleet_client
 from .script import ledger_call
 
@@ -106,7 +107,7 @@ class SharedRobots:
         """Run the fleet ledger's *function* (see :mod:`.script`)."""
         try:
             return await ledger_call(self._redis, function, keys, *args)
-        except Exception as exc:
+        except CLIENT_ERRORS as exc:  # anything else is a bug, raised as one
             raise SharedRobotsError(str(exc)) from exc
 
     def close(self) -> None:

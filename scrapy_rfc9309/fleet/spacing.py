@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._redis import CLIENT_ERRORS
 from ..ledger import Ledger
 from . import FleetRedisError, fleet_client, unit_key
 from .script import ledger_call
@@ -78,7 +79,7 @@ class FleetSpacing(Ledger):
     async def _call(self, function: str, key: str, *args: bytes | str | int) -> Any:
         try:
             return await ledger_call(self._redis, function, [key], *args)
-        except Exception as exc:
+        except CLIENT_ERRORS as exc:  # anything else is a bug, raised as one
             raise SpacingError(str(exc)) from exc
 
     def close(self) -> None:
