@@ -301,6 +301,60 @@ def stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, set
     assert other_site.paths() == ["/robots.txt", "/p/1"]
 
 
+def test_sigterm_is_prompt_when_the_fleet_holds_a_unit_whose_read_waits_for_a_place(
+    site, other_site, redis_server
+):
+    """The package's queue reads robots.txt ahead, one at a time here
+    (``CONCURRENT_REQUESTS = 2``): localhost's read (its robots.txt answered in 3 s)
+    takes the place, and 127.0.0.1's waits for it.  Meanwhile another process of the
+    fleet is told to hold 127.0.0.1 (a 429 with ``Retry-After: 600``), and this one
+    learns it from Redis.  Once the place is free, 127.0.0.1's read waits for the
+    hold in the queue, not in the downloader, where a stop would wait for it (before:
+    still running 60 s after SIGTERM).  The site sees nothing during the hold."""
+    from scrapy_rfc9309.fleet.spacing import FleetSpacing
+
+    url = redis_server.url.rsplit("/", 1)[0] + "/9"
+    redis.Redis.from_url(url).flushdb()
+    other_site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n", delay=3.0)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "FLEET_REDIS_URL": url,
+        "CONCURRENT_REQUESTS": 2,
+        "LOG_LEVEL": "INFO",
+    }
+    crawl = start(settings, [f"http://localhost:{other_site.port}/p/0", f"{site.url}/p/1"])
+    deadline = time.monotonic() + 60
+    while "/robots.txt" not in other_site.paths():  # the place is taken for 3 s
+        assert crawl.poll() is None, crawl.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "localhost's robots.txt was never asked"
+        time.sleep(0.05)
+
+    async def hold() -> None:
+        spacing = FleetSpacing(url)
+        try:
+            await spacing.hold("127.0.0.1", 600)
+        finally:
+            spacing.close()
+
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, hold()).result()
+    while "/p/0" not in other_site.paths():  # the place is free again
+        assert crawl.poll() is None, crawl.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "localhost's page never came"
+        time.sleep(0.05)
+    time.sleep(1.0)
+    asked = time.monotonic()
+    crawl.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = crawl.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        crawl.kill()
+        pytest.fail("the crawl did not stop within 60 s of SIGTERM")
+    assert time.monotonic() - asked < PROMPT, stderr[-3000:]
+    assert site.paths() == []
+
+
 #: The modes with Scrapy's queue, which hands a floored unit's second page out while
 #: the first is on the wire (the package's keeps it until the unit is ready).
 SCRAPYS_QUEUE_MODES = [mode for mode in MODES if mode.endswith("scrapys-queue")]
