@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import SplitResult
 
 from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
 from .robots import product_token
@@ -35,6 +36,13 @@ META_DELAY = "rfc9309_robots_delay"
 #: Request.meta key set on requests (and so their responses) whose site states usage
 #: preferences: ``{"content-usage": {...}, "content-signal": {...}, "lines": [...]}``.
 META_PREFERENCES = "rfc9309_preferences"
+
+
+class RobotsFetchPutOff(IgnoreRequest):
+    """The gate put a robots.txt request off: its unit came to be held (a 429/503 on
+    another of its requests) while the request waited, for longer than a page may
+    wait.  The fetch ends undecided; the pages that waited for it go back to the
+    scheduler."""
 
 
 def authority_of(request: Request) -> str:

@@ -281,10 +281,14 @@ def test_sigterm_is_prompt_while_a_page_waits_for_a_robots_txt_its_held_unit_put
     stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, settings)
 
 
-def stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, settings):
+def stop_with_a_page_of_an_unread_authority_of_a_held_unit(
+    site, other_site, settings, hold_in=1.0, link_in=2.0
+):
+    """The 429 comes *hold_in* seconds after the first page is asked, the link
+    *link_in* seconds after it is asked."""
     site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
-    site.answer_first("/p/0", Route(status=429, headers={"Retry-After": "600"}, delay=1.0))
-    site.route("/links", body=f'<a href="{other_site.url}/p/1">1</a>'.encode(), delay=2.0)
+    site.answer_first("/p/0", Route(status=429, headers={"Retry-After": "600"}, delay=hold_in))
+    site.route("/links", body=f'<a href="{other_site.url}/p/1">1</a>'.encode(), delay=link_in)
     settings = {
         "ADDONS": {"scrapy_rfc9309.Addon": 500},
         "ROBOTSTXT_OBEY": True,
@@ -292,8 +296,7 @@ def stop_with_a_page_of_an_unread_authority_of_a_held_unit(site, other_site, set
         **settings,
     }
     urls = [f"{site.url}/p/0", f"{site.url}/links"]
-    # The 429 comes 1 s after the first page is asked, the link 1 s later.
-    took, stats = stop_while_waiting(site, settings, urls, 4.0, "--follow")
+    took, stats = stop_while_waiting(site, settings, urls, max(hold_in, link_in) + 2, "--follow")
     assert took < PROMPT
     assert stats["finish_reason"] == "shutdown"
     assert other_site.paths() == []  # nothing during the hold
@@ -358,6 +361,50 @@ def test_sigterm_is_prompt_when_the_fleet_holds_a_unit_whose_read_waits_for_a_pl
 #: The modes with Scrapy's queue, which hands a floored unit's second page out while
 #: the first is on the wire (the package's keeps it until the unit is ready).
 SCRAPYS_QUEUE_MODES = [mode for mode in MODES if mode.endswith("scrapys-queue")]
+
+
+@pytest.mark.parametrize("mode", SCRAPYS_QUEUE_MODES)
+def test_sigterm_is_prompt_when_a_unit_is_held_while_a_robots_txt_request_waits_for_it(
+    site, other_site, tmp_path, mode
+):
+    """As above, but the link comes first (0.5 s), while the first page is on the
+    wire (3 s), and its robots.txt request waits in the gate for that page's end,
+    which brings the 429 (``Retry-After: 600``).  It is put off, as it would have
+    been had the hold come first: the page goes back to the scheduler, the stop is
+    prompt (before: still running 60 s after SIGTERM), and the resumed crawl
+    fetches it."""
+    settings = {"JOBDIR": str(tmp_path / "job"), **MODES[mode]}
+    stop_with_a_page_of_an_unread_authority_of_a_held_unit(
+        site, other_site, settings, hold_in=3.0, link_in=0.5
+    )
+
+
+def test_a_fleets_robots_txt_fetch_put_off_by_a_hold_lets_its_lock_go(
+    site, other_site, redis_server
+):
+    """The same in a fleet (Scrapy's queue, ``FLEET_REDIS_URL``): the process that
+    took the other port's robots.txt lock lets it go when the fetch is put off, so
+    that no process waits for a fetch that is not coming.  (The hold is the fleet's,
+    kept in Redis: a resumed crawl would wait for it.)"""
+    url = redis_server.url.rsplit("/", 1)[0] + "/10"
+    server = redis.Redis.from_url(url)
+    server.flushdb()
+    site.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
+    site.answer_first("/p/0", Route(status=429, headers={"Retry-After": "600"}, delay=3.0))
+    site.route("/links", body=f'<a href="{other_site.url}/p/1">1</a>'.encode(), delay=0.5)
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "FLEET_REDIS_URL": url,
+        "LOG_LEVEL": "INFO",
+        **MODES["scrapys-queue"],
+    }
+    urls = [f"{site.url}/p/0", f"{site.url}/links"]
+    took, stats = stop_while_waiting(site, settings, urls, 5.0, "--follow")
+    assert took < PROMPT
+    assert other_site.paths() == []
+    assert stats["rfc9309/handed_back"] >= 1
+    assert server.keys("*:lock:*") == []
 
 
 @pytest.mark.parametrize("mode", SCRAPYS_QUEUE_MODES)

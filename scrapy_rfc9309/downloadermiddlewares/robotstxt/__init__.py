@@ -47,6 +47,7 @@ from ..._shared import (
     META_PREFERENCES,
     META_ROBOTS,
     ROBOTS_PARSED,
+    RobotsFetchPutOff,
     authority_of,
     crawler_token,
     offers,
@@ -164,10 +165,13 @@ class RobotsTxtMiddleware:
             refused = await self._offers.budget_refusal(request)
             if refused is not None:  # no page may go: its robots.txt is not worth a request
                 raise IgnoreRequest(refused)
-        if await self._fetch_put_off(authority):
+        try:
+            if await self._fetch_put_off(authority):
+                raise RobotsFetchPutOff(authority)
+            entry = await self.entry(authority, request)
+        except RobotsFetchPutOff:
             self.stats.inc_value("rfc9309/handed_back")
             return request.replace(dont_filter=True)  # to the scheduler, for later
-        entry = await self.entry(authority, request)
         token = crawler_token(self.config.user_agent, request, self._default_user_agent)
         verdict = entry.check(request.url, token)
         if not verdict.allowed:

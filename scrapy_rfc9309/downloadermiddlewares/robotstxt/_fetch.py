@@ -33,7 +33,7 @@ from scrapy.utils.misc import load_object
 from w3lib.url import safe_url_string
 
 from ..._settings import SettingError
-from ..._shared import META_ROBOTS, authority_of
+from ..._shared import META_ROBOTS, RobotsFetchPutOff, authority_of
 from ...backoff import parse_retry_after
 from ...robots import (
     FETCHABLE_SCHEMES,
@@ -221,6 +221,8 @@ class RobotsFetcher:
             hops.append((request.url, None))
             try:
                 response = await self.crawler.engine.download_async(request)
+            except RobotsFetchPutOff:
+                raise  # not the site's answer: the fetch ends undecided
             except NETWORK_ERRORS as exc:
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
                 return Fetched(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.http.request import NO_CALLBACK
 
+from ..._shared import RobotsFetchPutOff
 from ...fleet.health import fleet_health
 from ...fleet.robots import SharedFetch, SharedRobots, SharedRobotsError
 from ...robots import FetchOutcome, RedisRobotsStore, RobotsEntry, StoreError
@@ -130,7 +131,11 @@ class SharedRobotsFetcher:
         route: dict[str, Any] | None,
         token: str,
     ) -> Fetched:
-        fetched = await self.fetcher.fetch(authority, previous, revalidate, route)
+        try:
+            fetched = await self.fetcher.fetch(authority, previous, revalidate, route)
+        except RobotsFetchPutOff:  # nothing to publish: another process may try
+            self._let_go_later(authority, token)
+            raise
         try:
             fetched = await self._publish(authority, fetched, token)
         except SharedRobotsError as exc:  # fetched all the same: no second fetch

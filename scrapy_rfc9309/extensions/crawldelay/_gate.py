@@ -28,6 +28,9 @@ What waits, and where:
   scheduler.  An expired robots.txt whose request would wait longer than a page may
   is not fetched yet: the robots middleware obeys the expired copy meanwhile, or,
   with none to obey, hands the page back (:meth:`CrawlDelayGate._robots_fetch_delay`).
+  One whose unit comes to be held while it waits (the end it waited for brought a
+  429) is put off (:class:`RobotsFetchPutOff`): its fetch ends undecided, and the
+  pages that waited for it go back to the scheduler.
 
 Ends are seen in four public places, whichever comes first: Scrapy's
 ``response_downloaded`` and ``request_left_downloader`` signals (the download
@@ -50,7 +53,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..._shared import META_ROBOTS, offers
+from ..._shared import META_ROBOTS, RobotsFetchPutOff, offers
 from ...ledger import INFINITY
 from ...robots import is_redirect
 from ._politeness import politeness
@@ -217,6 +220,11 @@ class CrawlDelayGate:
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
+                if robots and polite.held_until(key) - polite.now() > MOST_WAIT:
+                    # Held while it waited for an end (the request that ended, a
+                    # 429): it cannot go back to the scheduler, and a stop would
+                    # wait for it.
+                    raise RobotsFetchPutOff(f"{key} is held")
                 await polite.wait(key, min(wait, LOOK_EVERY))
                 self._hand_back_if_due(give_up, polite.ready_at(key, robots))
                 wait = polite.ready_at(key, robots) - polite.now()

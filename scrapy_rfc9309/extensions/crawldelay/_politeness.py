@@ -39,8 +39,9 @@ ready                  anything                        --
 
 A robots.txt request waits only for time, for downloads to end, and for files whose
 reading began before its own fetch's: never for its own file, which may need it (a
-robots.txt redirected on its own host, as ``http://`` to ``https://`` is).  So every
-decision comes, and every wait for one ends.
+robots.txt redirected on its own host, as ``http://`` to ``https://`` is), and not
+for a hold longer than a page may wait (the gate puts it off).  So every decision
+comes, and every wait for one ends.
 """
 
 from __future__ import annotations
