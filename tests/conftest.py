@@ -131,7 +131,7 @@ MODULE_SECONDS = {
     "test_backoff.py": (72, 3),
     "test_broad_crawl.py": (84, 36),
     "test_pqueues.py": (39, 5),
-    "test_robots_liveness.py": (28, 5),
+    "test_robots_liveness.py": (42, 5),
     "test_example_project.py": (19, 5),
     "test_without_reactor.py": (17, 3),
     "test_politeness_unit.py": (13, 1),

@@ -304,6 +304,27 @@ def test_a_robots_txt_redirected_to_another_authoritys_own_is_fetched_once(robot
     assert short_gaps(robots_sites.arrivals_at({"shop.com"}), 0.3, set()) == []
 
 
+@pytest.mark.parametrize("mode", ["scrapys-queue", "downloader-aware-queue"])
+def test_an_authoritys_own_fetch_waiting_while_a_redirect_reads_its_file_is_not_sent(
+    robots_sites, mode
+):
+    """``shop.com`` redirects its robots.txt to ``https://``'s own, whose page is in
+    the start URLs too: with Scrapy's queues both fetches start, and ``https://``'s
+    own waits in the gate while the redirect reads its file, then would wait its
+    ``Crawl-delay: 6``.  It is put off, its page goes back to the scheduler and is
+    checked against the file the redirect found: the file is requested once (before:
+    twice, the second a Crawl-delay later)."""
+    robots_sites.route("shop.com", "/robots.txt", redirect(301, f"http://{HTTPS}/robots.txt"))
+    robots_sites.route(HTTPS, "/robots.txt", file(RULES + "Crawl-delay: 6\n"))
+    urls = ["http://shop.com/p/0", f"http://{HTTPS}/p/1"]
+    stats = finish(crawler(robots_sites, base_settings(**MODES[mode]), urls=urls))
+    assert stats["finish_reason"] == "finished"
+    assert robots_sites.paths("shop.com") == ["/robots.txt", "/p/0"]
+    assert sorted(robots_sites.paths(HTTPS)) == ["/p/1", "/robots.txt"]
+    arrivals = robots_sites.arrivals_at({"shop.com", HTTPS})
+    assert short_gaps(arrivals, 6, {("shop.com", "/robots.txt")}) == []
+
+
 @pytest.mark.parametrize("kept_in", ["sqlite", "redis"])
 def test_the_copy_a_redirect_found_is_kept_for_its_authority_too(
     robots_sites, tmp_path, request, kept_in

@@ -379,6 +379,39 @@ def test_sigterm_is_prompt_when_a_unit_is_held_while_a_robots_txt_request_waits_
     )
 
 
+@pytest.mark.parametrize("mode", SCRAPYS_QUEUE_MODES)
+def test_sigterm_is_prompt_while_a_robots_txt_fetch_would_wait_for_a_floor_learnt_meanwhile(
+    site, other_site, mode
+):
+    """A page of each of two authorities of 127.0.0.1 (as ``http://`` and
+    ``https://``), the first's robots.txt redirected to the second's
+    (``Crawl-delay: 20``).  The second's own fetch waits in the gate while the first
+    reads that file, then would wait the 20 s it learnt: it is put off, as it would
+    not have been sent had that been known, its page goes back to the scheduler and
+    finds the file the first fetch read (the site sees it once; before, twice), and
+    a stop is prompt (before: 17 s after SIGTERM)."""
+    site.route("/robots.txt", status=301, headers={"Location": f"{other_site.url}/robots.txt"})
+    other_site.route("/robots.txt", body=ROBOTS)
+    settings = {"ADDONS": {"scrapy_rfc9309.Addon": 500}, "ROBOTSTXT_OBEY": True, **MODES[mode]}
+    crawl = start(settings, [f"{site.url}/p/0", f"{other_site.url}/p/1"])
+    deadline = time.monotonic() + 60
+    while "/robots.txt" not in other_site.paths():
+        assert crawl.poll() is None, crawl.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the robots.txt was never asked"
+        time.sleep(0.05)
+    time.sleep(2.0)
+    asked = time.monotonic()
+    crawl.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = crawl.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        crawl.kill()
+        pytest.fail("the crawl did not stop within 60 s of SIGTERM")
+    assert time.monotonic() - asked < PROMPT, stderr[-3000:]
+    assert other_site.paths() == ["/robots.txt"]
+    assert pages(site) == []  # the Crawl-delay from the file's end
+
+
 def test_a_fleets_robots_txt_fetch_put_off_by_a_hold_lets_its_lock_go(
     site, other_site, redis_server
 ):

@@ -221,8 +221,9 @@ class RobotsFetcher:
             hops.append((request.url, None))
             try:
                 response = await self.crawler.engine.download_async(request)
-            except RobotsFetchPutOff:
-                raise  # not the site's answer: the fetch ends undecided
+            except RobotsFetchPutOff:  # not the site's answer: the fetch ends undecided
+                self.stats.inc_value("rfc9309/request_count", -1)  # not sent
+                raise
             except NETWORK_ERRORS as exc:
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")
                 return Fetched(

@@ -53,7 +53,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..._shared import META_ROBOTS, RobotsFetchPutOff, offers
+from ..._shared import META_ROBOTS, RobotsFetchPutOff, authority_of, offers
 from ...ledger import INFINITY
 from ...robots import is_redirect
 from ._politeness import politeness
@@ -220,11 +220,8 @@ class CrawlDelayGate:
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
-                if robots and polite.held_until(key) - polite.now() > MOST_WAIT:
-                    # Held while it waited for an end (the request that ended, a
-                    # 429): it cannot go back to the scheduler, and a stop would
-                    # wait for it.
-                    raise RobotsFetchPutOff(f"{key} is held")
+                if robots and self._puts_off(key, request, robots):
+                    raise RobotsFetchPutOff(f"{key} would keep it waiting")
                 await polite.wait(key, min(wait, LOOK_EVERY))
                 self._hand_back_if_due(give_up, polite.ready_at(key, robots))
                 wait = polite.ready_at(key, robots) - polite.now()
@@ -271,13 +268,31 @@ class CrawlDelayGate:
         obeys the authority's expired copy that long (with none, the page waits that
         long and goes back to the scheduler), then asks again.  Such a request could
         not be handed back (it comes from the robots middleware, not the
-        scheduler), and a stop would wait for it.  What it would wait for an end
-        (a request of the unit on the wire, a robots.txt being read) is not
-        counted: that end comes without it."""
+        scheduler), and a stop would wait for it."""
+        key = self.politeness.unit_of_host(urlsplit(authority).hostname or "")
+        return MOST_WAIT if self._waits_long(key, authority) else 0.0
+
+    def _waits_long(self, key: str, authority: str) -> bool:
+        """Whether a robots.txt request of *authority*, of unit *key*, would wait here
+        longer than a page may, not counting its waits for events (a request of the
+        unit on the wire, a robots.txt being read), which come without it."""
         polite = self.politeness
-        key = polite.unit_of_host(urlsplit(authority).hostname or "")
-        wait = polite.ready_at(key, authority, ends_now=True) - polite.now()
-        return 0.0 if wait <= MOST_WAIT else MOST_WAIT
+        return polite.ready_at(key, authority, ends_now=True) - polite.now() > MOST_WAIT
+
+    def _puts_off(self, key: str, request: Request, authority: str) -> bool:
+        """Whether *request*, of *authority*'s robots.txt fetch, waiting for unit *key*,
+        is put off (:class:`RobotsFetchPutOff`), as it would not have been sent had
+        its wait been known (see :meth:`_robots_fetch_delay`): the unit came to be
+        held for longer than a page may wait (the end it waited for was a 429), or,
+        its fetch having sent nothing yet, it came to wait that long (a floor learnt
+        meanwhile).  A later hop waits for the floor after the previous one: put off,
+        the fetch would start again from its first, and meet the same wait."""
+        polite = self.politeness
+        if polite.held_until(key) - polite.now() > MOST_WAIT:
+            return True
+        # Its first request is the authority's own file: no redirect leads back to it.
+        first = urlparse_cached(request).path == "/robots.txt"
+        return first and authority_of(request) == authority and self._waits_long(key, authority)
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
         if request.headers:
