@@ -39,10 +39,10 @@ META_PREFERENCES = "rfc9309_preferences"
 
 
 class RobotsFetchPutOff(IgnoreRequest):
-    """The gate put a robots.txt request off: its unit came to be held (a 429/503 on
-    another of its requests) while the request waited, for longer than a page may
-    wait.  The fetch ends undecided; the pages that waited for it go back to the
-    scheduler."""
+    """The gate put a robots.txt request off: while it waited, it came to wait for
+    its unit longer than a page may (a hold began, or a floor was learnt before its
+    fetch sent anything).  The fetch ends undecided; the pages that waited for it go
+    back to the scheduler."""
 
 
 def authority_of(request: Request) -> str:

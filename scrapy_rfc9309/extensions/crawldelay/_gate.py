@@ -28,8 +28,9 @@ What waits, and where:
   scheduler.  An expired robots.txt whose request would wait longer than a page may
   is not fetched yet: the robots middleware obeys the expired copy meanwhile, or,
   with none to obey, hands the page back (:meth:`CrawlDelayGate._robots_fetch_delay`).
-  One whose unit comes to be held while it waits (the end it waited for brought a
-  429) is put off (:class:`RobotsFetchPutOff`): its fetch ends undecided, and the
+  One that comes to wait that long while it waits (its unit held after the end it
+  waited for, a 429; or, its fetch having sent nothing, a floor learnt meanwhile)
+  is put off (:meth:`CrawlDelayGate._puts_off`): its fetch ends undecided, and the
   pages that waited for it go back to the scheduler.
 
 Ends are seen in four public places, whichever comes first: Scrapy's
