@@ -42,7 +42,8 @@ class RobotsFetchPutOff(IgnoreRequest):
     """The gate put a robots.txt request off: while it waited, it came to wait for
     its unit longer than a page may (a hold began, or a floor was learnt before its
     fetch sent anything).  The fetch ends undecided; the pages that waited for it go
-    back to the scheduler."""
+    back to the scheduler, and the next fetch of the authority waits (see
+    ``Offers.robots_fetch_delay``)."""
 
 
 def authority_of(request: Request) -> str:

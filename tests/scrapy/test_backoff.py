@@ -245,6 +245,36 @@ async def test_a_page_whose_unread_robots_txt_its_held_unit_puts_off_goes_back_t
     assert crawler.stats.get_value("rfc9309/handed_back") >= 1
 
 
+@pytest.mark.parametrize(
+    "queue", ["scrapy_rfc9309.pqueues.HostReadyPriorityQueue", "scrapy.pqueues.ScrapyPriorityQueue"]
+)
+@pytest_twisted.ensureDeferred
+async def test_a_robots_txt_redirected_to_a_held_hosts_file_is_asked_again_only_near_the_hold_end(
+    site, other_site, queue
+):
+    """localhost (another host, as an apex beside its ``www.``) answers its page 429
+    with ``Retry-After: 12``; 127.0.0.1's robots.txt (answered in 1.5 s) redirects to
+    a file on localhost, a hop that would wait through the hold.  The fetch is put
+    off, and so is the next, until the hold is about to end: 127.0.0.1's robots.txt
+    is asked twice in all (before: every 1.5 s, its first request sent again and
+    again), localhost sees nothing during its hold, and the page is fetched after."""
+    allow = b"User-agent: *\nAllow: /\n"
+    other = f"http://localhost:{other_site.port}"
+    other_site.route("/robots.txt", body=allow)
+    other_site.route("/p/0", status=429, headers={"Retry-After": "12"})
+    other_site.route("/robots-b.txt", body=allow)
+    site.route("/robots.txt", status=301, headers={"Location": f"{other}/robots-b.txt"}, delay=1.5)
+    crawler = await crawl(
+        [f"{other}/p/0", f"{site.url}/p/1"],
+        SCHEDULER_PRIORITY_QUEUE=queue,
+        **{**BACKOFF, "RETRY_ENABLED": False},
+    )
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert site.paths() == ["/robots.txt", "/robots.txt", "/p/1"]
+    assert other_site.paths() == ["/robots.txt", "/p/0", "/robots-b.txt"]
+    assert quiet_after_each_slow_down(other_site)[0] >= 12
+
+
 @pytest_twisted.ensureDeferred
 async def test_pages_of_a_site_whose_robots_txt_is_unreachable_do_not_wait_for_its_hold(site):
     """robots.txt answers 503 with Retry-After: 30: the host is held, and its pages

@@ -265,10 +265,11 @@ class RobotsTxtMiddleware:
 
     def read_ahead(self, request: Request, done: Callable[[], None]) -> None:
         """Start reading *request*'s robots.txt (from the kept copy or the site), unless
-        that is under way, and call *done* once it is decided, whatever the outcome (in
-        a later turn of the event loop, never within this call):
-        the scheduler's queue keeps the request meanwhile, rather than have it hold a
-        place of the downloader while it waits here."""
+        that is under way, and call *done* once it is decided, whatever the outcome, or
+        put off (after the few seconds a page would wait here for it; in a later turn
+        of the event loop, never within this call): the scheduler's queue keeps the
+        request meanwhile, rather than have it hold a place of the downloader while it
+        waits here."""
         deferred_from_coro(self._read_ahead(request, done))
 
     async def _read_ahead(self, request: Request, done: Callable[[], None]) -> None:
@@ -282,7 +283,8 @@ class RobotsTxtMiddleware:
                 and self._must_fetch(authority)
                 and await refusal(request, count=False) is not None
             )
-            if not spent:
+            # A fetch put off (see _fetch_put_off) waits here as a page would.
+            if not spent and not await self._fetch_put_off(authority):
                 await self.entry(authority, request)
         except Exception as exc:  # told to the requests that waited for it already
             logger.debug("Reading the robots.txt of %s ahead failed: %s", authority, exc)

@@ -109,6 +109,8 @@ class CrawlDelayGate:
         self._downloading: set[Request] = set()
         # Requests waiting for their unit, in the order they came, by unit key.
         self._lines: dict[str, deque[asyncio.Future[None]]] = {}
+        #: Authorities whose robots.txt fetch was put off: until when a fetch waits.
+        self._put_off: dict[str, float] = {}
         throttle.gate_enabled = True
         crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self._downloaded, signal=signals.response_downloaded)
@@ -269,9 +271,15 @@ class CrawlDelayGate:
         obeys the authority's expired copy that long (with none, the page waits that
         long and goes back to the scheduler), then asks again.  Such a request could
         not be handed back (it comes from the robots middleware, not the
-        scheduler), and a stop would wait for it."""
-        key = self.politeness.unit_of_host(urlsplit(authority).hostname or "")
-        return MOST_WAIT if self._waits_long(key, authority) else 0.0
+        scheduler), and a stop would wait for it.  The same while a fetch of it put
+        off (:meth:`_puts_off`) would be put off again."""
+        polite = self.politeness
+        until = self._put_off.get(authority)
+        if until is not None and until - polite.now() <= MOST_WAIT:
+            del self._put_off[authority]
+            until = None
+        key = polite.unit_of_host(urlsplit(authority).hostname or "")
+        return MOST_WAIT if until is not None or self._waits_long(key, authority) else 0.0
 
     def _waits_long(self, key: str, authority: str) -> bool:
         """Whether a robots.txt request of *authority*, of unit *key*, would wait here
@@ -287,13 +295,21 @@ class CrawlDelayGate:
         held for longer than a page may wait (the end it waited for was a 429), or,
         its fetch having sent nothing yet, it came to wait that long (a floor learnt
         meanwhile).  A later hop waits for the floor after the previous one: put off,
-        the fetch would start again from its first, and meet the same wait."""
+        the fetch would start again from its first, and meet the same wait.  Put
+        off, the authority's next fetch waits until *key* is ready: a hop to a held
+        unit (``www.`` redirected to a held apex) costs its first request no more
+        than once."""
         polite = self.politeness
-        if polite.held_until(key) - polite.now() > MOST_WAIT:
-            return True
         # Its first request is the authority's own file: no redirect leads back to it.
         first = urlparse_cached(request).path == "/robots.txt"
-        return first and authority_of(request) == authority and self._waits_long(key, authority)
+        if polite.held_until(key) - polite.now() > MOST_WAIT:
+            until = polite.held_until(key)
+        elif first and authority_of(request) == authority and self._waits_long(key, authority):
+            until = polite.ready_at(key, authority, ends_now=True)
+        else:
+            return False
+        self._put_off[authority] = until
+        return True
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
         if request.headers:
