@@ -296,9 +296,9 @@ class CrawlDelayGate:
         its fetch having sent nothing yet, it came to wait that long (a floor learnt
         meanwhile).  A later hop waits for the floor after the previous one: put off,
         the fetch would start again from its first, and meet the same wait.  Put
-        off, the authority's next fetch waits until *key* is ready: a hop to a held
-        unit (``www.`` redirected to a held apex) costs its first request no more
-        than once."""
+        off, the authority's next fetch waits until *key* is about to be ready: a
+        hop to a held unit (``www.`` redirected to a held apex) has its first
+        request sent once more, near the hold's end, not at every look."""
         polite = self.politeness
         # Its first request is the authority's own file: no redirect leads back to it.
         first = urlparse_cached(request).path == "/robots.txt"
