@@ -267,26 +267,21 @@ class CrawlDelayGate:
 
     def _robots_fetch_delay(self, authority: str) -> float:
         """0 if a robots.txt request of *authority* would wait here no longer than a
-        page may (:data:`MOST_WAIT`), else :data:`MOST_WAIT`: the robots middleware
-        obeys the authority's expired copy that long (with none, the page waits that
-        long and goes back to the scheduler), then asks again.  Such a request could
-        not be handed back (it comes from the robots middleware, not the
-        scheduler), and a stop would wait for it.  The same while a fetch of it put
-        off (:meth:`_puts_off`) would be put off again."""
+        page may (:data:`MOST_WAIT`), not counting its waits for events (a request of
+        the unit on the wire, a robots.txt being read), which come without it; else
+        :data:`MOST_WAIT`: the robots middleware obeys the authority's expired copy
+        that long (with none, the page waits that long and goes back to the
+        scheduler), then asks again.  Such a request could not be handed back (it
+        comes from the robots middleware, not the scheduler), and a stop would wait
+        for it.  The same while a fetch of it put off (:meth:`_puts_off`) would be
+        put off again."""
         polite = self.politeness
-        until = self._put_off.get(authority)
-        if until is not None and until - polite.now() <= MOST_WAIT:
-            del self._put_off[authority]
-            until = None
         key = polite.unit_of_host(urlsplit(authority).hostname or "")
-        return MOST_WAIT if until is not None or self._waits_long(key, authority) else 0.0
-
-    def _waits_long(self, key: str, authority: str) -> bool:
-        """Whether a robots.txt request of *authority*, of unit *key*, would wait here
-        longer than a page may, not counting its waits for events (a request of the
-        unit on the wire, a robots.txt being read), which come without it."""
-        polite = self.politeness
-        return polite.ready_at(key, authority, ends_now=True) - polite.now() > MOST_WAIT
+        ready = polite.ready_at(key, authority, ends_now=True)
+        put_off = self._put_off.get(authority, 0.0)
+        if put_off - polite.now() <= MOST_WAIT:
+            self._put_off.pop(authority, None)
+        return MOST_WAIT if max(ready, put_off) - polite.now() > MOST_WAIT else 0.0
 
     def _puts_off(self, key: str, request: Request, authority: str) -> bool:
         """Whether *request*, of *authority*'s robots.txt fetch, waiting for unit *key*,
@@ -301,12 +296,10 @@ class CrawlDelayGate:
         request sent once more, near the hold's end, not at every look."""
         polite = self.politeness
         # Its first request is the authority's own file: no redirect leads back to it.
-        first = urlparse_cached(request).path == "/robots.txt"
-        if polite.held_until(key) - polite.now() > MOST_WAIT:
-            until = polite.held_until(key)
-        elif first and authority_of(request) == authority and self._waits_long(key, authority):
-            until = polite.ready_at(key, authority, ends_now=True)
-        else:
+        own = urlparse_cached(request).path == "/robots.txt"
+        first = own and authority_of(request) == authority
+        until = polite.ready_at(key, authority, ends_now=True) if first else polite.held_until(key)
+        if until - polite.now() <= MOST_WAIT:
             return False
         self._put_off[authority] = until
         return True
