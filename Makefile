@@ -32,8 +32,9 @@ demo: $(VENV)/.installed
 # wait spread among those that use the CPU).  Twelve workers on two cores: many
 # tests wait on a site or a crawl's idle close, not on the CPU (crawler processes
 # are forked, tests/processes.py).  In one session (926 tests), 112-121 s in 5
-# runs with 12 workers, 114 s with 16, 123 s with 10, 139 s with 8; 12 s of each
-# run start the workers (each collects the suite).  The quick loop's tests use the
+# runs with 12 workers, 114 s with 16, 123 s with 10, 139 s with 8; in a later one
+# (941-943 tests), 104-125 s in 5 runs with 12.  12-15 s of each run start the
+# workers (each collects the suite).  The quick loop's tests use the
 # CPU throughout, and run best with 4 (13 s; 20 s with 6).
 XDIST := -n 12 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
