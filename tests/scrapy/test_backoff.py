@@ -256,8 +256,9 @@ async def test_a_robots_txt_redirected_to_a_held_hosts_file_is_asked_again_only_
     with ``Retry-After: 12``; 127.0.0.1's robots.txt (answered in 1.5 s) redirects to
     a file on localhost, a hop that would wait through the hold.  The fetch is put
     off, and so is the next, until the hold is about to end: 127.0.0.1's robots.txt
-    is asked twice in all (before: every 1.5 s, its first request sent again and
-    again), localhost sees nothing during its hold, and the page is fetched after."""
+    is asked twice in all (with the put-off not remembered: every 1.5 s, its first
+    request sent again and again), localhost sees nothing during its hold, and the
+    page is fetched after."""
     allow = b"User-agent: *\nAllow: /\n"
     other = f"http://localhost:{other_site.port}"
     other_site.route("/robots.txt", body=allow)
