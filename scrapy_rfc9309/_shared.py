@@ -136,7 +136,8 @@ class Offers:
         #: seconds the robots middleware obeys the authority's expired copy (with
         #: none to obey, the page waits that long and goes back to the scheduler)
         #: before asking again, rather than send a request that would wait in
-        #: Scrapy's downloader all that time (and hold a stop: Scrapy waits for it).
+        #: Scrapy's downloader all that time (and hold a stop: Scrapy waits for it);
+        #: the same while a fetch of it the gate put off would be put off again.
         self.robots_fetch_delay: Callable[[str], float] | None = None
         #: The scheduler's queue: returns once another start request is welcome
         #: (fewer units wait for their robots.txt read than it reads at once, and the

@@ -165,11 +165,8 @@ class RobotsTxtMiddleware:
             refused = await self._offers.budget_refusal(request)
             if refused is not None:  # no page may go: its robots.txt is not worth a request
                 raise IgnoreRequest(refused)
-        try:
-            if await self._fetch_put_off(authority):
-                raise RobotsFetchPutOff(authority)
-            entry = await self.entry(authority, request)
-        except RobotsFetchPutOff:
+        entry = await self._entry_unless_put_off(authority, request)
+        if entry is None:
             self.stats.inc_value("rfc9309/handed_back")
             return request.replace(dont_filter=True)  # to the scheduler, for later
         token = crawler_token(self.config.user_agent, request, self._default_user_agent)
@@ -283,9 +280,8 @@ class RobotsTxtMiddleware:
                 and self._must_fetch(authority)
                 and await refusal(request, count=False) is not None
             )
-            # A fetch put off (see _fetch_put_off) waits here as a page would.
-            if not spent and not await self._fetch_put_off(authority):
-                await self.entry(authority, request)
+            if not spent:
+                await self._entry_unless_put_off(authority, request)
         except Exception as exc:  # told to the requests that waited for it already
             logger.debug("Reading the robots.txt of %s ahead failed: %s", authority, exc)
         finally:
@@ -333,6 +329,17 @@ class RobotsTxtMiddleware:
         self._decided(authority, entry)
         return entry
 
+    async def _entry_unless_put_off(self, authority: str, request: Request) -> RobotsEntry | None:
+        """*authority*'s entry (see :meth:`entry`), or None if its fetch is put off:
+        before it starts (see :meth:`_fetch_put_off`, which waits first), or by the
+        gate, while its request waited (``RobotsFetchPutOff``)."""
+        if await self._fetch_put_off(authority):
+            return None
+        try:
+            return await self.entry(authority, request)
+        except RobotsFetchPutOff:
+            return None
+
     def _fetch_delay(self, authority: str) -> float:
         """How long a robots.txt request of *authority* is put off (see
         ``Offers.robots_fetch_delay``): 0 unless it would wait long for its unit."""
@@ -344,7 +351,8 @@ class RobotsTxtMiddleware:
         not at hand: a fetch would start, no copy may be obeyed meanwhile (none is
         kept, or the kept one refuses everything), and the robots.txt request would
         wait long for its unit (held after a 429/503 on another authority of it, as
-        ``http://`` beside ``https://``, or another host of a domain unit).  Sent,
+        ``http://`` beside ``https://``, or another host of a domain unit), or its
+        last fetch was put off and would be again.  Sent,
         that request would wait in Scrapy's downloader all that time, and a stop
         with it; the page waits here as long as a page may wait in the gate, then
         goes back, as one the gate hands back."""
