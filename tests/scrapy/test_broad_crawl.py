@@ -165,7 +165,7 @@ def answering_429_first(retry_after: int) -> BroadSite:
     answered: set[str] = set()
 
     def respond_429_first(host, path, headers):
-        if path == "/robots.txt":
+        if path.startswith("/robots"):  # its own file, or one another site's redirects to
             return 200, {}, b"User-agent: *\nAllow: /\n"
         if host not in answered:
             answered.add(host)
@@ -317,6 +317,49 @@ async def test_no_held_host_gets_a_request_of_a_port_whose_robots_txt_it_never_r
     assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 12 s of their 429"
     assert sum(url.endswith("/q") for url in crawler.spider.seen) == HOSTS
     assert crawler.stats.get_value("rfc9309/handed_back", 0) > 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_robots_txt_redirected_to_a_held_hosts_file_is_asked_again_through_the_hold():
+    """Hundreds of hosts (``www.`` sites) redirect their robots.txt (answered in
+    2.5 s) to a file on another host each (their apex), which a 429 on its page has
+    held for 12 s meanwhile: each fetch is put off at that hop, and not started again
+    until the hold is about to end.  Every ``www.`` host sees its robots.txt asked at
+    most twice (put off and not remembered: once every 2.5 s through the hold), no
+    apex gets a request within 12 s of its 429, robots.txt hop included, and every
+    page is fetched.  Scrapy's broad-crawl queue, one request at a time per host."""
+    held = answering_429_first(12)
+    apex = dict(zip(addresses(HOSTS, first=700), held.hosts, strict=True))
+
+    def redirected(host, path, headers):
+        if path == "/robots.txt":
+            return 301, {"Location": held.url(apex[host], "/robots-www.txt")}, b""
+        return 200, {"Content-Type": "text/html"}, b"<html><body>page</body></html>"
+
+    www = BroadSite(list(apex), redirected, robots_time=2.5)
+    try:
+        urls = [held.url(host, "/p/0") for host in held.hosts]
+        urls += [www.url(host, "/q") for host in www.hosts]
+        crawler = await broad_crawl(
+            urls,
+            "downloader-aware-queue",
+            RETRY_ENABLED=True,
+            CONCURRENT_REQUESTS=2 * HOSTS,
+            CONCURRENT_REQUESTS_PER_DOMAIN=1,
+        )
+    finally:
+        for each in (held, www):
+            each.close()
+    asked = sorted(
+        sum(path == "/robots.txt" for _, path in www.arrivals[host]) for host in www.hosts
+    )
+    assert asked[-1] <= 2, f"{sum(n > 2 for n in asked)} of {HOSTS} asked more than twice"
+    quiet = quiet_after_429(held)
+    assert len(quiet) == HOSTS
+    short = sorted(gap for gap in quiet if gap < 12.0)
+    assert short == [], f"{len(short)} of {HOSTS} hosts got a request within 12 s of their 429"
+    assert sum(url.endswith("/q") for url in crawler.spider.seen) == HOSTS
+    assert asked.count(2) > 0  # put off, for some at least
 
 
 @pytest.mark.redis
