@@ -39,11 +39,15 @@ META_PREFERENCES = "rfc9309_preferences"
 
 
 class RobotsFetchPutOff(IgnoreRequest):
-    """The gate put a robots.txt request off: while it waited, it came to wait for
-    its unit longer than a page may (a hold began, or a floor was learnt before its
-    fetch sent anything).  The fetch ends undecided; the pages that waited for it go
-    back to the scheduler, and the next fetch of the authority waits (see
-    ``Offers.robots_fetch_delay``)."""
+    """The gate put a robots.txt request off: it would wait for its unit longer than
+    a page may (a hold, a Crawl-delay), *wait* seconds.  The fetch ends undecided;
+    the pages that waited for it go back to the scheduler, and the next fetch of the
+    authority waits (see ``Offers.robots_fetch_delay``), then goes on from this
+    request."""
+
+    def __init__(self, message: str, wait: float) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 def authority_of(request: Request) -> str:

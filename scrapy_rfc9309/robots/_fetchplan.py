@@ -60,6 +60,7 @@ class FetchPlan:
         self.failed_redirect: str | None = None
         self._policy = policy
         self._max_redirects = max_redirects
+        self._timeout = timeout
         self._deadline = now + timeout
         self._previous = previous
         self._seen = {self.url}
@@ -67,6 +68,11 @@ class FetchPlan:
     def time_left(self, now: float) -> float:
         """Seconds left for the whole fetch; ``<= 0`` means give up (unreachable)."""
         return self._deadline - now
+
+    def go_on(self, now: float) -> None:
+        """The fetch goes on at *now* after a pause (its next request was put off
+        while the site asked not to be contacted yet): its time starts again."""
+        self._deadline = now + self._timeout
 
     def redirect(self, location: str | None, now: float) -> RobotsEntry | None:
         """A 3xx answered ``url``.  Returns ``None`` when ``url`` now names the next

@@ -3,7 +3,7 @@
 import pytest
 
 from scrapy_rfc9309 import RobotsTxt
-from scrapy_rfc9309.robots import AccessPolicy, FetchOutcome, outcome_for_status
+from scrapy_rfc9309.robots import AccessPolicy, FetchOutcome, FetchPlan, outcome_for_status
 
 BOT = "MyBot"
 FILE = RobotsTxt.parse("User-agent: *\nDisallow: /private\n")
@@ -89,3 +89,19 @@ def test_entry_exposes_the_delay_of_the_obeyed_file():
     robots = RobotsTxt.parse("User-agent: *\nCrawl-delay: 3\n")
     assert policy.success(robots, now=0).delay(BOT) == 3
     assert policy.unavailable(now=0).delay(BOT) is None
+
+
+def test_rfc_2_3_1_2_a_fetch_that_goes_on_after_a_pause_keeps_its_hops_and_gets_its_time_again():
+    """A fetch whose next hop was put off goes on from that hop: the redirects it
+    followed still count (at most *max_redirects*, no loop back), and its deadline
+    starts again when it goes on."""
+    plan = FetchPlan("http://a.test", AccessPolicy(), max_redirects=2, timeout=10, now=0)
+    assert plan.redirect("/r1", now=1) is None
+    assert plan.time_left(30) < 0
+    plan.go_on(30)
+    assert (plan.url, plan.hops, plan.time_left(30)) == ("http://a.test/r1", 1, 10)
+    assert plan.redirect("/robots.txt", now=31).reason == "redirect loop"
+    plan = FetchPlan("http://a.test", AccessPolicy(), max_redirects=1, timeout=10, now=0)
+    plan.redirect("/r1", now=1)
+    plan.go_on(30)
+    assert plan.redirect("/r2", now=31).reason == "too many redirects"

@@ -401,6 +401,62 @@ def test_sigterm_is_prompt_while_a_robots_txt_fetch_would_wait_for_a_floor_learn
     assert pages(site) == []  # the Crawl-delay from the file's end
 
 
+def redirected_on_its_own_host(site, other_site, tmp_path, delay, **extra):
+    """The settings and start URLs of a crawl in which 127.0.0.1's Crawl-delay
+    (*delay*) is known before its robots.txt, redirected on its own host
+    (``/robots.txt`` -> ``/robots-real.txt``), is fetched: a kept copy of another
+    port's, which refuses that port's page, is read while the first hop is on the
+    wire (1 s).  The next hop is due *delay* after the first."""
+    kept = tmp_path / "robots.sqlite"
+    body = f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /\n".encode()
+    on_a_thread(SQLiteRobotsStore(kept, 512_000, time.time), other_site.url, body)
+    site.route("/robots.txt", status=301, headers={"Location": "/robots-real.txt"}, delay=1.0)
+    site.route("/robots-real.txt", body=f"User-agent: *\nCrawl-delay: {delay}\n".encode())
+    settings = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 500},
+        "ROBOTSTXT_OBEY": True,
+        "RFC9309_PERSISTENT_CACHE_PATH": str(kept),
+        "LOG_LEVEL": "INFO",
+        **extra,
+    }
+    return settings, [f"{other_site.url}/p/9", f"{site.url}/p/0"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_sigterm_is_prompt_while_a_robots_txt_redirect_waits_for_its_next_hop(
+    site, other_site, tmp_path, mode
+):
+    """127.0.0.1's robots.txt is redirected on its own host, its Crawl-delay (20) known:
+    the redirect's next hop would wait the 20 s in the downloader, and a stop with it
+    (before: 19 s after SIGTERM, with Scrapy's queue).  It is put off, the page goes
+    back to the scheduler, and the stop is prompt."""
+    settings, urls = redirected_on_its_own_host(site, other_site, tmp_path, 20, **MODES[mode])
+    crawl = start(settings, urls)
+    wait_until(crawl, lambda: "/robots.txt" in site.paths(), "the first hop")
+    time.sleep(2.0)
+    took, _, stderr = terminate(crawl)
+    assert took < PROMPT, stderr[-3000:]
+    assert site.paths() == ["/robots.txt"]
+    assert other_site.paths() == []
+
+
+@pytest.mark.parametrize("mode", ["package-queue", *SCRAPYS_QUEUE_MODES])
+def test_a_robots_txt_fetch_put_off_at_a_redirects_next_hop_goes_on_from_it(
+    site, other_site, tmp_path, mode
+):
+    """The same with ``Crawl-delay: 6``, to the end: the fetch put off at its next hop
+    goes on from that hop a Crawl-delay after the first (started again from its
+    first request, it would meet the same wait at the same hop, and never read the
+    file); the page is fetched a Crawl-delay later."""
+    settings, urls = redirected_on_its_own_host(site, other_site, tmp_path, 6, **MODES[mode])
+    stats = resume(settings, urls)
+    assert stats["crawldelay/robots_put_off"] == 1
+    assert site.paths() == ["/robots.txt", "/robots-real.txt", "/p/0"]
+    starts = [hit.time for hit in site.hits]
+    assert starts[1] - starts[0] >= 6 + 1  # the first hop's answer took 1 s
+    assert starts[2] - starts[1] >= 6
+
+
 def test_a_fleets_robots_txt_fetch_put_off_by_a_hold_lets_its_lock_go(
     site, other_site, redis_server
 ):

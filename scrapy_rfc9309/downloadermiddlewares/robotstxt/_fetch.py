@@ -148,6 +148,17 @@ def route_of(request: Request) -> dict[str, Any]:
     return {key: request.meta[key] for key in ROUTE_META if key in request.meta}
 
 
+@dataclass(frozen=True)
+class Paused:
+    """A fetch whose next request the gate put off: where the authority's next fetch
+    goes on from, if it starts by *until* (:func:`time.monotonic`)."""
+
+    plan: FetchPlan
+    first: Request
+    hops: list[tuple[str, int | None]]
+    until: float
+
+
 class Fetcher(Protocol):
     """What fetches robots.txt for the middleware: :class:`RobotsFetcher`, or a wrapper
     around one (the fleet's shared copy, the copy kept across restarts)."""
@@ -181,6 +192,8 @@ class RobotsFetcher:
         #: An authority's file, if a fresh copy of it is at hand (the middleware's
         #: cache): a redirect to that authority's own robots.txt ends there.
         self.at_hand = at_hand
+        #: Fetches put off at a redirect's next hop, by authority.
+        self._paused: dict[str, Paused] = {}
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
     async def fetch(
@@ -193,18 +206,29 @@ class RobotsFetcher:
         """Fetch ``{authority}/robots.txt``; *previous* is the last cached entry (its
         file is reused while the site is unreachable, RFC 9309 §2.4); with
         *revalidate*, the request is conditional, and a 304 answer renews that copy;
-        *route*: the :data:`ROUTE_META` keys of the request that asked for it."""
+        *route*: the :data:`ROUTE_META` keys of the request that asked for it.
+
+        Raises :class:`RobotsFetchPutOff` if the gate puts a request off; put off at
+        a redirect's next hop, the authority's next fetch goes on from that hop
+        (its time starting again), if it starts within ``RFC9309_TIMEOUT`` of the
+        end of the wait: started from its first request, it would meet the same
+        wait at the same hop."""
         config = self.config
-        plan = FetchPlan(
-            authority,
-            config.policy,
-            max_redirects=config.max_redirects,
-            timeout=config.timeout,
-            now=monotonic(),
-            previous=previous,
-        )
+        paused = self._paused.pop(authority, None)
         first: Request | None = None
-        hops: list[tuple[str, int | None]] = []
+        if paused is not None and monotonic() <= paused.until:
+            plan, first, hops = paused.plan, paused.first, paused.hops
+            plan.go_on(monotonic())
+        else:
+            plan = FetchPlan(
+                authority,
+                config.policy,
+                max_redirects=config.max_redirects,
+                timeout=config.timeout,
+                now=monotonic(),
+                previous=previous,
+            )
+            hops = []
         while True:
             time_left = plan.time_left(monotonic())
             request = self._robots_request(
@@ -221,8 +245,12 @@ class RobotsFetcher:
             hops.append((request.url, None))
             try:
                 response = await self.crawler.engine.download_async(request)
-            except RobotsFetchPutOff:  # not the site's answer: the fetch ends undecided
+            except RobotsFetchPutOff as exc:  # not the site's answer: the fetch ends undecided
                 self.stats.inc_value("rfc9309/request_count", -1)  # not sent
+                hops.pop()
+                if request is not first:
+                    until = monotonic() + exc.wait + config.timeout
+                    self._paused[authority] = Paused(plan, first, hops, until)
                 raise
             except NETWORK_ERRORS as exc:
                 self.stats.inc_value(f"rfc9309/exception_count/{type(exc).__name__}")

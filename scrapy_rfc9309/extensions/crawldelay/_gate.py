@@ -29,9 +29,10 @@ What waits, and where:
   is not fetched yet: the robots middleware obeys the expired copy meanwhile, or,
   with none to obey, hands the page back (:meth:`CrawlDelayGate._robots_fetch_delay`).
   One that comes to wait that long while it waits (its unit held after the end it
-  waited for, a 429; or, its fetch having sent nothing, a floor learnt meanwhile)
-  is put off (:meth:`CrawlDelayGate._puts_off`): its fetch ends undecided, and the
-  pages that waited for it go back to the scheduler.
+  waited for, a 429; a floor learnt meanwhile; a redirect's next hop, due a floor
+  after the hop before) is put off (:meth:`CrawlDelayGate._put_off_for`): its fetch
+  ends undecided, the pages that waited for it go back to the scheduler, and the
+  authority's next fetch goes on from that request.
 
 Ends are seen in four public places, whichever comes first: Scrapy's
 ``response_downloaded`` and ``request_left_downloader`` signals (the download
@@ -54,7 +55,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..._shared import META_ROBOTS, RobotsFetchPutOff, authority_of, offers
+from ..._shared import META_ROBOTS, RobotsFetchPutOff, offers
 from ...ledger import INFINITY
 from ...robots import is_redirect
 from ._politeness import politeness
@@ -223,8 +224,9 @@ class CrawlDelayGate:
         while True:
             wait = polite.ready_at(key, robots) - polite.now()
             while wait > 0:
-                if robots and self._puts_off(key, request, robots):
-                    raise RobotsFetchPutOff(f"{key} would keep it waiting")
+                put_off = self._put_off_for(key, robots) if robots else 0.0
+                if put_off:
+                    raise RobotsFetchPutOff(f"{key} would keep it waiting", put_off)
                 await polite.wait(key, min(wait, LOOK_EVERY))
                 self._hand_back_if_due(give_up, polite.ready_at(key, robots))
                 wait = polite.ready_at(key, robots) - polite.now()
@@ -273,7 +275,7 @@ class CrawlDelayGate:
         that long (with none, the page waits that long and goes back to the
         scheduler), then asks again.  Such a request could not be handed back (it
         comes from the robots middleware, not the scheduler), and a stop would wait
-        for it.  The same while a fetch of it put off (:meth:`_puts_off`) would be
+        for it.  The same while a fetch of it put off (:meth:`_put_off_for`) would be
         put off again."""
         polite = self.politeness
         key = polite.unit_of_host(urlsplit(authority).hostname or "")
@@ -283,26 +285,24 @@ class CrawlDelayGate:
             self._put_off.pop(authority, None)
         return MOST_WAIT if max(ready, put_off) - polite.now() > MOST_WAIT else 0.0
 
-    def _puts_off(self, key: str, request: Request, authority: str) -> bool:
-        """Whether *request*, of *authority*'s robots.txt fetch, waiting for unit *key*,
-        is put off (:class:`RobotsFetchPutOff`), as it would not have been sent had
-        its wait been known (see :meth:`_robots_fetch_delay`): the unit came to be
-        held for longer than a page may wait (the end it waited for was a 429), or,
-        its fetch having sent nothing yet, it came to wait that long (a floor learnt
-        meanwhile).  A later hop waits for the floor after the previous one: put off,
-        the fetch would start again from its first, and meet the same wait.  Put
-        off, the authority's next fetch waits until *key* is about to be ready: a
-        hop to a held unit (``www.`` redirected to a held apex) has its first
-        request sent once more, near the hold's end, not at every look."""
+    def _put_off_for(self, key: str, authority: str) -> float:
+        """How long a request of *authority*'s robots.txt fetch, waiting for unit
+        *key*, is put off (:class:`RobotsFetchPutOff`); 0: it waits on.  Put off if
+        it would wait longer than a page may, as it would not have been sent had its
+        wait been known (see :meth:`_robots_fetch_delay`): the unit came to be held
+        (the end it waited for was a 429), a floor was learnt meanwhile, or it is a
+        redirect's next hop, due a floor after the hop before.  The fetch goes on
+        from this request when its next fetch starts, not from its first (which
+        would meet the same wait again); that waits until *key* is about to be
+        ready, so a hop to a held unit (``www.`` redirected to a held apex) has the
+        fetch started once more, near the hold's end, not at every look."""
         polite = self.politeness
-        # Its first request is the authority's own file: no redirect leads back to it.
-        own = urlparse_cached(request).path == "/robots.txt"
-        first = own and authority_of(request) == authority
-        until = polite.ready_at(key, authority, ends_now=True) if first else polite.held_until(key)
-        if until - polite.now() <= MOST_WAIT:
-            return False
-        self._put_off[authority] = until
-        return True
+        wait = polite.ready_at(key, authority, ends_now=True) - polite.now()
+        if wait <= MOST_WAIT:
+            return 0.0
+        self._put_off[authority] = polite.now() + wait
+        self.stats.inc_value("crawldelay/robots_put_off")
+        return wait
 
     def _scheduled(self, request: Request, spider: Any = None) -> None:
         if request.headers:
