@@ -29,14 +29,15 @@ demo: $(VENV)/.installed
 
 # Parallel: `--dist loadgroup` (no test names a group) hands each worker a test
 # or two at a time, in the suite's order (tests/conftest.py: the tests that mostly
-# wait spread among those that use the CPU).  Twelve workers on two cores: many
+# wait spread among those that use the CPU).  Sixteen workers on two cores: most
 # tests wait on a site or a crawl's idle close, not on the CPU (crawler processes
-# are forked, tests/processes.py).  In one session (926 tests), 112-121 s in 5
-# runs with 12 workers, 114 s with 16, 123 s with 10, 139 s with 8; in a later one
-# (941-943 tests), 104-125 s in 5 runs with 12.  12-15 s of each run start the
-# workers (each collects the suite).  The quick loop's tests use the
-# CPU throughout, and run best with 4 (13 s; 20 s with 6).
-XDIST := -n 12 --dist loadgroup
+# are forked, tests/processes.py; the CPU was half idle with 12).  With 953 tests,
+# taken in turn on a quiet machine: 110 and 108 s with 16 workers, 119 and 118 s
+# with 12, 111 and 107 s with 20; with 24, 110-124 s, and two broad-crawl tests
+# failed in one run of four.  Starting the workers (each collects the suite) takes
+# 1.7 s of CPU each.  The quick loop's tests use the CPU throughout, and run best
+# with 4 (13 s; 20 s with 6).
+XDIST := -n 16 --dist loadgroup
 FAST_XDIST := -n 4 --dist loadgroup
 
 test: $(VENV)/.installed

@@ -148,6 +148,12 @@ def route_of(request: Request) -> dict[str, Any]:
     return {key: request.meta[key] for key in ROUTE_META if key in request.meta}
 
 
+#: A fetch put off at a redirect's next hop goes on from that hop if the
+#: authority's next fetch starts within this many seconds of the end of its wait;
+#: later, it starts again from its first request (the redirect may have changed).
+PAUSE_KEPT = 60.0
+
+
 @dataclass(frozen=True)
 class Paused:
     """A fetch whose next request the gate put off: where the authority's next fetch
@@ -210,7 +216,7 @@ class RobotsFetcher:
 
         Raises :class:`RobotsFetchPutOff` if the gate puts a request off; put off at
         a redirect's next hop, the authority's next fetch goes on from that hop
-        (its time starting again), if it starts within ``RFC9309_TIMEOUT`` of the
+        (its time starting again), if it starts within :data:`PAUSE_KEPT` of the
         end of the wait: started from its first request, it would meet the same
         wait at the same hop."""
         config = self.config
@@ -249,7 +255,7 @@ class RobotsFetcher:
                 self.stats.inc_value("rfc9309/request_count", -1)  # not sent
                 hops.pop()
                 if request is not first:
-                    until = monotonic() + exc.wait + config.timeout
+                    until = monotonic() + exc.wait + PAUSE_KEPT
                     self._paused[authority] = Paused(plan, first, hops, until)
                 raise
             except NETWORK_ERRORS as exc:
