@@ -45,7 +45,7 @@ class RobotsFetchPutOff(IgnoreRequest):
     authority waits (see ``Offers.robots_fetch_delay``), then goes on from this
     request."""
 
-    def __init__(self, message: str, wait: float) -> None:
+    def __init__(self, message: str = "", wait: float = 0.0) -> None:
         super().__init__(message)
         self.wait = wait
 

@@ -98,4 +98,4 @@ def test_make_fleet_demo_ends_and_reports_what_the_site_saw():
     assert re.search(r"at the partner site: 1 ", report), report  # its robots.txt only
     smallest = re.search(r"spacing at the shop: +min ([0-9.]+) s", report)
     assert smallest is not None and float(smallest.group(1)) >= 0.5, report
-    assert "error:" not in report
+    assert "error:" not in report, report

@@ -155,9 +155,25 @@ def report(site: DemoSite, logs: list[str]) -> str:
             f"{sum(gaps) / len(gaps):.3f} s between consecutive requests"
             f" (Crawl-delay for DemoBot: {CRAWL_DELAY} s)"
         )
-    errors = [line for log in logs for line in log.splitlines() if " ERROR: " in line]
-    lines += [f"  error: {line}" for line in errors[:5]]
+    errors = [error for log in logs for error in logged_errors(log)]
+    lines += [f"  error: {error}" for error in errors[:5]]
     return "\n".join(lines) + "\n"
+
+
+def logged_errors(log: str) -> list[str]:
+    """The ERROR lines of *log*, each with the lines that follow it up to the next
+    log line (its traceback)."""
+    errors: list[str] = []
+    inside = False
+    for line in log.splitlines():
+        if " ERROR: " in line:
+            errors.append(line)
+            inside = True
+        elif inside and not re.match(r"\d{4}-\d\d-\d\d ", line):
+            errors[-1] += "\n    " + line
+        else:
+            inside = False
+    return errors
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ fetched                its read and keeps the          middleware holds one per
 robots.txt being       nothing else of the unit,       the response ends, within
 fetched (in progress)  a robots.txt request first      its timeout
 robots.txt being read  robots.txt requests: the        the middleware decides,
-                       fetch's own hops, and other     when the chain ends (each
-                       fetches whose reading began     hop bounded by its timeout
-                       later                           and a floor)
+                       fetch's own hops, and other     when the chain ends, or is
+                       fetches whose reading began     put off (each hop bounded
+                       later                           by its timeout and 5 s)
 held                   nothing                         the hold's end
 in progress (floored,  nothing                         a response ends
 or as many requests
@@ -40,8 +40,9 @@ ready                  anything                        --
 A robots.txt request waits only for time, for downloads to end, and for files whose
 reading began before its own fetch's: never for its own file, which may need it (a
 robots.txt redirected on its own host, as ``http://`` to ``https://`` is), and not
-for a hold longer than a page may wait (the gate puts it off).  So every decision
-comes, and every wait for one ends.
+for a hold or a floor longer than a page may wait (the gate puts it off, and the
+fetch goes on from that request later).  So every decision comes, and every wait
+for one ends.
 """
 
 from __future__ import annotations
